@@ -1,0 +1,248 @@
+"""CPU checks of the benchmark harness (benchmarks/): everything that does not need a GPU."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from benchmarks import baselines, bench, plot  # noqa: E402
+from qrita.reference import oracle  # noqa: E402
+
+
+# ------------------------------------------------------------------------------------ arguments
+def test_parse_defaults():
+    a = bench.parse_args([])
+    assert a.ops == ["masks", "top_k"]
+    assert a.batch == [1, 8, 64, 256, 1024]
+    assert a.vocab == [32768, 131072, 262144]
+    assert a.dtypes == ["float32", "bfloat16"]
+    assert a.workloads == ["zipf", "gaussian"]
+    assert a.impls == ["qrita", "torch_sort", "flashinfer"]
+    assert (a.warmup, a.rep) == (10.0, 50.0)
+    assert a.out == "results" and not a.graphs and not a.quick
+
+
+def test_parse_lists_and_quick():
+    a = bench.parse_args(["--ops", "top_k", "--batch", "2,16", "--vocab", "1000", "--dtypes",
+                          "bfloat16", "--workloads", "gaussian", "--peers", "torch_sort",
+                          "--graphs", "--out", "x"])
+    assert a.ops == ["top_k"] and a.batch == [2, 16] and a.vocab == [1000]
+    assert a.dtypes == ["bfloat16"] and a.workloads == ["gaussian"]
+    assert a.impls == ["qrita", "torch_sort"] and a.graphs and a.out == "x"
+    q = bench.parse_args(["--quick"])
+    assert q.batch == [1, 64] and q.vocab == [32768] and q.dtypes == ["float32"]
+    q2 = bench.parse_args(["--quick", "--vocab", "131072"])  # explicit beats --quick
+    assert q2.vocab == [131072] and q2.batch == [1, 64]
+    assert bench.parse_args(["--peers", ""]).impls == ["qrita"]
+
+
+@pytest.mark.parametrize("bad", [["--ops", "sample"], ["--dtypes", "int8"], ["--workloads", "x"],
+                                 ["--peers", "vllm"], ["--batch", "0"], ["--batch", "a"]])
+def test_parse_rejects(bad, capsys):
+    with pytest.raises(SystemExit):
+        bench.parse_args(bad)
+
+
+def test_grid_cells():
+    cells = bench.grid_cells(bench.parse_args(["--quick"]))
+    # per (B): zipf 5 mask + 2 select, gaussian 3 mask + 2 select; quick has 2 batch sizes
+    assert len(cells) == 2 * (5 + 2 + 3 + 2)
+    names = {(c.workload, c.scenario) for c in cells}
+    assert ("zipf", "topk100_topp0.9") in names and ("gaussian", "topp0.99") in names
+    c = next(c for c in cells if c.scenario == "topk100_topp0.9")
+    assert (c.k, c.p) == (100, 0.9)
+    only = bench.grid_cells(bench.parse_args(["--quick", "--scenarios", "topk50,k50"]))
+    assert {c.scenario for c in only} == {"topk50", "k50"}
+
+
+def test_workloads_shapes():
+    rng = np.random.default_rng(0)
+    z = bench.make_logits("zipf", 3, 1000, rng)
+    g = bench.make_logits("gaussian", 3, 1000, rng)
+    assert z.shape == g.shape == (3, 1000) and z.dtype == g.dtype == np.float32
+    # Zipf rows are permutations of the same log-probabilities
+    assert np.array_equal(np.sort(z[0]), np.sort(z[1]))
+    assert not np.array_equal(z[0], z[1])
+    assert abs(np.exp(z[0].astype(np.float64)).sum() - 1) < 1e-4
+    assert 1.5 < g.std() < 2.5
+
+
+# ------------------------------------------------------------------------------------ baselines
+def _tie_free(B, V, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.permutation(B * V).reshape(B, V).astype(np.float32) / (B * V) * 8.0
+    return x
+
+
+@pytest.mark.parametrize("k", [1, 5, 50, 255, 256, 0, 1000])
+def test_torch_sort_topk_keep_set_matches_oracle(k):
+    x = _tie_free(4, 256)
+    out = baselines.torch_sort_mask(torch.from_numpy(x), k, None).numpy()
+    kept = out != -np.inf
+    assert np.array_equal(kept, oracle.keep_mask(x, k, None))
+    assert np.array_equal(out[kept], x[kept])
+
+
+@pytest.mark.parametrize("k,p", [(None, 0.9), (None, 0.5), (20, 0.9), (None, 0.0), (None, 1.0)])
+def test_torch_sort_top_p_matches_oracle(k, p):
+    x = bench.make_logits("gaussian", 4, 300, np.random.default_rng(1))
+    out = baselines.torch_sort_mask(torch.from_numpy(x), k, p).numpy()
+    ok, note = bench.check_mask(x, out, k, p)
+    assert ok, note
+
+
+def test_torch_sort_per_row_params():
+    x = _tie_free(3, 100)
+    k = torch.tensor([1, 0, 10])
+    p = torch.tensor([1.0, 0.9, 0.5])
+    out = baselines.torch_sort_mask(torch.from_numpy(x), k, p).numpy()
+    ok, note = bench.check_mask(x, out, k.numpy(), p.numpy())
+    assert ok, note
+
+
+def test_torch_sort_bf16_and_1d():
+    x = torch.tensor([3.0, 1.0, 3.0, 2.0, 1.0], dtype=torch.bfloat16)
+    out = baselines.torch_sort_mask(x, 2, None)
+    assert out.dtype == torch.bfloat16 and out.shape == (5,)
+    assert (out != -torch.inf).tolist() == [True, False, True, False, False]
+
+
+def test_torch_topk_matches_oracle():
+    x = _tie_free(3, 200)
+    v, i = baselines.torch_topk(torch.from_numpy(x), 7)
+    ok, note = bench.check_topk(x, v.numpy(), i.numpy(), 7, exact_order=True)
+    assert ok, note
+
+
+# ------------------------------------------------------------------------------------ checkers
+def test_check_mask_rejects_wrong_top_k():
+    x = _tie_free(2, 64)
+    out = np.where(oracle.keep_mask(x, 5, None), x, -np.inf).astype(np.float32)
+    assert bench.check_mask(x, out, 5, None)[0]
+    bad = out.copy()
+    bad[0, np.argmin(x[0])] = x[0, np.argmin(x[0])]  # keeps one extra entry
+    assert not bench.check_mask(x, bad, 5, None)[0]
+    changed = out.copy()
+    j = np.argmax(x[1])
+    changed[1, j] = np.nextafter(changed[1, j], np.float32(np.inf))
+    ok, note = bench.check_mask(x, changed, 5, None)
+    assert not ok and "changed" in note
+
+
+def test_check_mask_top_p_margin():
+    # probabilities 0.5, 0.25, 0.25: with p = 0.75 the mass before the third entry is exactly p
+    x = np.log(np.array([[0.5, 0.25, 0.25, 1e-30]], dtype=np.float64)).astype(np.float32)
+    truth = oracle.keep_mask(x, None, 0.75)
+    assert truth.tolist() == [[True, True, False, False]]
+    keep3 = np.where([[True, True, True, False]], x, -np.inf).astype(np.float32)
+    ok, note = bench.check_mask(x, keep3, None, 0.75)  # boundary within 1e-6: allowed
+    assert ok and "1e-6" in note
+    keep1 = np.where([[True, False, False, False]], x, -np.inf).astype(np.float32)
+    assert not bench.check_mask(x, keep1, None, 0.75)[0]
+    gap = np.where([[True, False, True, False]], x, -np.inf).astype(np.float32)  # not a prefix
+    assert not bench.check_mask(x, gap, None, 0.75)[0]
+
+
+def test_check_mask_probs_kind():
+    x = _tie_free(2, 50)
+    keep = oracle.keep_mask(x, None, 0.9)
+    probs = np.where(keep, 0.1, 0.0).astype(np.float32)
+    assert bench.check_mask(x, probs, None, 0.9, kind="probs")[0]
+
+
+def test_check_topk_set_vs_order():
+    x = _tie_free(2, 100)
+    ref = oracle.top_k(x, 6)
+    rev_i = ref.indices[:, ::-1].copy()
+    rev_v = ref.values[:, ::-1].copy()
+    assert not bench.check_topk(x, rev_v, rev_i, 6, exact_order=True)[0]
+    assert bench.check_topk(x, rev_v, rev_i, 6, exact_order=False)[0]
+    wrong = ref.indices.copy()
+    wrong[0, 0] = np.argmin(x[0])
+    assert not bench.check_topk(x, np.take_along_axis(x, wrong, -1), wrong, 6, False)[0]
+
+
+def test_check_rows_idx():
+    assert bench.check_rows_idx(1, 3) == [0]
+    assert bench.check_rows_idx(1024, 3) == [0, 512, 1023]
+    assert bench.check_rows_idx(8, 0) == []
+
+
+# ------------------------------------------------------------------------------------ output
+def _fake_rows():
+    rows = []
+    for B in (1, 8, 64):
+        for impl, us in (("qrita", 10.0 * B), ("torch_sort", 50.0 * B), ("flashinfer", float("nan"))):
+            rows.append(dict(device="FakeGPU", torch="2.x", triton="3.x", qrita_commit="abc123",
+                             command="python benchmarks/bench.py --quick", op="masks",
+                             workload="zipf", scenario="topk50", B=B, V=32768, dtype="float32",
+                             impl=impl, us_median=us, us_graph=float("nan"), bytes=B * 32768 * 8,
+                             gbps=1.0, floor_us=0.1 * B, floor_ratio=us / (0.1 * B),
+                             peak_extra_mib=1.5, persistent_mib=0.0,
+                             speedup_vs_torch_sort=50.0 * B / us,
+                             correct="yes" if impl == "qrita" else ("skip" if impl == "flashinfer" else "no"),
+                             note="flashinfer unavailable" if impl == "flashinfer" else ""))
+    return rows
+
+
+def test_format_table():
+    t = bench.format_table(_fake_rows())
+    lines = t.splitlines()
+    assert "qrita_us" in lines[0] and "torch_sort_us" in lines[0] and "flashinfer_us" in lines[0]
+    assert len([ln for ln in lines if ln.startswith("masks")]) == 3
+    row64 = next(ln for ln in lines if ln.startswith("masks") and " 64 " in ln)
+    assert "640.0" in row64 and "3200" in row64 and "5.00" in row64 and "yn-" in row64
+    assert "NO: torch_sort masks zipf topk50 B=1" in t
+    assert bench.format_table([]) == "(no results)"
+
+
+def test_csv_roundtrip(tmp_path):
+    path = bench.write_csv(_fake_rows(), str(tmp_path / "sub" / "r.csv"))
+    with open(path, newline="") as f:
+        got = list(csv.DictReader(f))
+    assert len(got) == 9
+    assert list(got[0].keys()) == bench.CSV_COLUMNS
+    assert got[0]["device"] == "FakeGPU" and got[0]["qrita_commit"] == "abc123"
+    assert got[2]["us_median"] == ""  # NaN -> empty
+    assert float(got[3]["us_median"]) == 80.0
+
+
+def test_plot_from_fake_csv(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = bench.write_csv(_fake_rows(), str(tmp_path / "r.csv"))
+    outs = plot.plot_csv(path, str(tmp_path / "png"))
+    assert len(outs) == 1 and outs[0].endswith(".png") and os.path.getsize(outs[0]) > 1000
+    assert plot.main([path, "--out", str(tmp_path / "png2")]) == 0
+
+
+# ------------------------------------------------------------------------------------ end to end
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")
+def test_main_without_cuda(capsys):
+    assert bench.main(["--quick"]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
+
+
+def test_main_cpu_debug_end_to_end(tmp_path):
+    """The whole harness on CPU tensors (wall-clock timing): rows, CSV, table."""
+    rc = bench.main(["--cpu-debug", "--no-progress", "--batch", "2", "--vocab", "512",
+                     "--dtypes", "float32,bfloat16", "--workloads", "zipf", "--scenarios",
+                     "topk50,topp0.9,k50", "--rep", "1", "--warmup", "1", "--out", str(tmp_path)])
+    assert rc == 0
+    (csv_path,) = list(tmp_path.glob("bench_*.csv"))
+    with open(csv_path, newline="") as f:
+        got = list(csv.DictReader(f))
+    assert len(got) == 2 * 3 * 3  # dtypes x scenarios x impls
+    ts = [r for r in got if r["impl"] == "torch_sort"]
+    # the sort mask is exact (stable sort); torch.topk may break bf16 ties differently
+    assert all(r["correct"] == "yes" for r in ts if r["op"] == "masks"), [r["note"] for r in ts]
+    assert all(r["correct"] in ("yes", "no") for r in ts)
+    assert all(not math.isnan(float(r["us_median"])) for r in ts)
+    assert all(float(r["speedup_vs_torch_sort"]) == 1.0 for r in ts)
+    fi = [r for r in got if r["impl"] == "flashinfer"]
+    assert all(r["correct"] in ("skip", "yes", "no") for r in fi)
