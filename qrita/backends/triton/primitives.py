@@ -1,0 +1,139 @@
+"""Shared ``@triton.jit`` steps of the Qrita kernels (docs/algorithm.md). Imports triton only."""
+
+import triton
+import triton.language as tl
+
+KEY_NAN: tl.constexpr = -2147483648  # below the key of -inf (-2139095041)
+KEY_MAX: tl.constexpr = 2147483647
+
+
+@triton.jit
+def order_key(x):
+    """Order key (int32) of float32 values: larger value -> larger key; -0.0 == +0.0; NaN lowest."""
+    x = tl.where(x == 0.0, 0.0, x)
+    bits = x.to(tl.int32, bitcast=True)
+    key = tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
+    return tl.where(x != x, KEY_NAN, key)
+
+
+@triton.jit
+def upper_normal_quantile(q):
+    """z with P(N(0,1) > z) = q, for 0 < q < 1 (rational approximation, |error| < 5e-4).
+
+    Only used to place the σ-cutoff; its accuracy changes speed, never the answer.
+    """
+    tail = tl.minimum(q, 1.0 - q)
+    t = tl.sqrt(-2.0 * tl.log(tl.maximum(tail, 1e-30)))
+    num = 2.515517 + t * (0.802853 + t * 0.010328)
+    den = 1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))
+    z = t - num / den
+    return tl.where(q <= 0.5, z, -z)
+
+
+@triton.jit
+def first_tile_stats(row_ptr, V, BLOCK: tl.constexpr):
+    """Mean, std and finite fraction of the first tile (the σ-truncation sample)."""
+    offs = tl.arange(0, BLOCK)
+    valid = offs < V
+    x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+    finite = valid & (tl.abs(x) < float("inf"))  # NaN compares false
+    n_finite = tl.sum(finite.to(tl.int32), axis=0)
+    n_valid = tl.sum(valid.to(tl.int32), axis=0)
+    denom = tl.maximum(n_finite, 1).to(tl.float32)
+    mean = tl.sum(tl.where(finite, x, 0.0), axis=0) / denom
+    dev = tl.where(finite, x - mean, 0.0)
+    var = tl.sum(dev * dev, axis=0) / tl.maximum(n_finite - 1, 1).to(tl.float32)
+    frac_finite = n_finite.to(tl.float32) / n_valid.to(tl.float32)
+    return mean, tl.sqrt(var), frac_finite, n_finite
+
+
+@triton.jit
+def weights_of(x, row_max, inf_mode):
+    """Unnormalised probabilities: exp(x - row_max); 0 for -inf/NaN; +inf rows weigh +inf entries 1."""
+    finite = tl.abs(x) < float("inf")
+    w = tl.where(finite, tl.exp(tl.where(finite, x, 0.0) - row_max), 0.0)
+    w_inf = tl.where(x == float("inf"), 1.0, 0.0)
+    return tl.where(inf_mode, w_inf, w)
+
+
+@triton.jit
+def quarter_pivots(lo, hi):
+    """Lane j of 4 holds lo + (hi - lo) * j // 4 (int64); lane 0 is lo itself."""
+    lanes = tl.arange(0, 4).to(tl.int64)
+    return lo + ((hi - lo) * lanes) // 4
+
+
+@triton.jit
+def narrow(piv, holds, lo, hi):
+    """New (lo, hi] from per-pivot predicates: T > pivot iff ``holds``."""
+    new_lo = tl.maximum(lo, tl.max(tl.where(holds, piv, lo), axis=0))
+    new_hi = tl.minimum(hi, tl.min(tl.where(holds, hi, piv), axis=0))
+    return new_lo, new_hi
+
+
+@triton.jit
+def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target, mass_target,
+                        USE_MASS: tl.constexpr):
+    """Quaternary pivot search over candidates held in registers.
+
+    Finds the boundary key T in (lo, hi]: the largest q with predicate(q - 1) true, where
+    predicate(q) = base_count + #(key > q) >= k_target   (top-k), or
+                   base_mass + Σ w(key > q) >= mass_target (top-p).
+    Each round tests three pivots at 1/4, 1/2, 3/4 of the interval, then snaps the interval to the
+    smallest and largest candidate key inside it; one distinct key left means T is found.
+    Returns T and the number of rounds.
+    """
+    rounds = 0
+    # snap to the occupied keys: lo -> (min key > lo) - 1, hi -> max key <= hi
+    inside = member & (keys > lo) & (keys <= hi)
+    lo = tl.min(tl.where(inside, keys, KEY_MAX), axis=0).to(tl.int64) - 1
+    hi = tl.max(tl.where(inside, keys, KEY_NAN), axis=0).to(tl.int64)
+    while hi - lo > 1:
+        piv = quarter_pivots(lo, hi)
+        above = member[:, None] & (keys[:, None].to(tl.int64) > piv[None, :])
+        if USE_MASS:
+            mass = base_mass + tl.sum(tl.where(above, w[:, None], 0.0), axis=0)
+            holds = mass >= mass_target
+        else:
+            count = base_count + tl.sum(above.to(tl.int32), axis=0)
+            holds = count >= k_target
+        holds = holds | (piv == lo)
+        lo, hi = narrow(piv, holds, lo, hi)
+        inside = member & (keys > lo) & (keys <= hi)
+        lo = tl.min(tl.where(inside, keys, KEY_MAX), axis=0).to(tl.int64) - 1
+        hi = tl.max(tl.where(inside, keys, KEY_NAN), axis=0).to(tl.int64)
+        rounds += 1
+    return hi.to(tl.int32), rounds
+
+
+@triton.jit
+def key_to_value(key):
+    """Inverse of :func:`order_key` for non-NaN keys (float32)."""
+    bits = tl.where(key >= 0, key, key ^ 0x7FFFFFFF)
+    return bits.to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def full_row_round(row_ptr, V, piv, lo, hi, row_max, inf_mode, BLOCK: tl.constexpr,
+                   NEED_MASS: tl.constexpr):
+    """One read of the row: count (and mass) above each of 4 pivots, and the smallest and largest
+    key inside (lo, hi] (to snap the interval onto occupied keys)."""
+    counts = tl.zeros([4], dtype=tl.int32)
+    masses = tl.zeros([4], dtype=tl.float32)
+    key_min = KEY_MAX
+    key_max = KEY_NAN
+    piv32 = tl.maximum(piv, KEY_NAN).to(tl.int32)  # lane 0 may be KEY_NAN - 1: its count is unused
+    for start in range(0, V, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        valid = offs < V
+        x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+        key = order_key(x)
+        above = valid[:, None] & (key[:, None] > piv32[None, :])
+        counts += tl.sum(above.to(tl.int32), axis=0)
+        if NEED_MASS:
+            w = weights_of(x, row_max, inf_mode)
+            masses += tl.sum(tl.where(above, w[:, None], 0.0), axis=0)
+        inside = valid & (key.to(tl.int64) > lo) & (key.to(tl.int64) <= hi)
+        key_min = tl.minimum(key_min, tl.min(tl.where(inside, key, KEY_MAX), axis=0))
+        key_max = tl.maximum(key_max, tl.max(tl.where(inside, key, KEY_NAN), axis=0))
+    return counts, masses, key_min, key_max
