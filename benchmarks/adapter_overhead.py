@@ -1,0 +1,104 @@
+"""Adapter overhead: the same qrita call on the same data from torch, CuPy and JAX (eager and jit).
+
+Not a test. Prints microseconds per call and the difference to torch (the adapter-free path).
+
+    python benchmarks/adapter_overhead.py [--batch 8] [--vocab 131072] [--k 50] [--p 0.9]
+
+Two timings per library:
+
+* ``do_bench``: ``triton.testing.do_bench`` (CUDA events on torch's current stream). torch and CuPy
+  (CuPy's null stream is torch's default stream) are measured as launched; a JAX call ends with
+  ``block_until_ready`` because JAX's work is not on torch's stream, so it also pays a host sync.
+* ``sync``: a wall-clock loop that synchronises after every call, the same for all libraries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import numpy as np  # noqa: E402
+
+
+def _wall_us(fn, sync, reps: int = 200) -> float:
+    for _ in range(10):
+        fn()
+    sync()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times) * 1e6)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--vocab", type=int, default=131072)
+    ap.add_argument("--k", type=int, default=50)
+    ap.add_argument("--p", type=float, default=0.9)
+    args = ap.parse_args()
+
+    import torch
+    import triton.testing
+
+    import qrita
+
+    rng = np.random.default_rng(0)
+    host = rng.normal(0.0, 3.0, size=(args.batch, args.vocab)).astype(np.float32)
+    k, p = args.k, args.p
+    rows: list[tuple[str, float, float]] = []
+
+    x_t = torch.from_numpy(host).cuda()
+    torch_fn = lambda: qrita.top_k_top_p_mask(x_t, k, p)  # noqa: E731
+    rows.append(
+        (
+            "torch",
+            triton.testing.do_bench(torch_fn) * 1e3,
+            _wall_us(torch_fn, torch.cuda.synchronize),
+        )
+    )
+
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None:
+        x_c = cupy.asarray(host)
+        cupy_fn = lambda: qrita.top_k_top_p_mask(x_c, k, p)  # noqa: E731
+        sync = cupy.cuda.get_current_stream().synchronize
+        rows.append(("cupy", triton.testing.do_bench(cupy_fn) * 1e3, _wall_us(cupy_fn, sync)))
+
+    try:
+        import jax
+    except ImportError:
+        jax = None
+    if jax is not None and any(d.platform == "gpu" for d in jax.devices()):
+        gpu = next(d for d in jax.devices() if d.platform == "gpu")
+        x_j = jax.device_put(host, gpu)
+        eager = lambda: qrita.top_k_top_p_mask(x_j, k, p)  # noqa: E731
+        jitted = jax.jit(lambda x: qrita.top_k_top_p_mask(x, k, p))
+        for name, fn in (("jax eager", eager), ("jax jit", lambda: jitted(x_j))):
+            last = []
+            run = lambda fn=fn, last=last: last.append(fn())  # noqa: E731
+            sync = lambda last=last: last[-1].block_until_ready() if last else None  # noqa: E731
+            blocking = lambda fn=fn: fn().block_until_ready()  # noqa: E731
+            rows.append((name, triton.testing.do_bench(blocking) * 1e3, _wall_us(run, sync)))
+            last.clear()
+
+    base_bench, base_wall = rows[0][1], rows[0][2]
+    print(f"top_k_top_p_mask B={args.batch} V={args.vocab} k={k} p={p} float32")
+    print(f"{'library':<10} {'do_bench us':>12} {'diff':>9} {'sync us':>10} {'diff':>9}")
+    for name, bench, wall in rows:
+        print(
+            f"{name:<10} {bench:12.1f} {bench - base_bench:+9.1f} {wall:10.1f} {wall - base_wall:+9.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

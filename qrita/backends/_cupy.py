@@ -1,0 +1,104 @@
+"""CuPy adapter.
+
+CuPy arrays always live on a GPU, so they always go to the Triton kernels: zero-copy to torch
+(``torch.from_dlpack``) and back (``cupy.from_dlpack``), on the array's own device and on CuPy's
+*current* stream for that device (see :func:`stream_scope`).
+
+CuPy's floating dtypes are float16, float32 and float64 (no bfloat16). A result always has its
+input's dtype, so a bfloat16 tensor never has to cross into CuPy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from qrita.backends import ArrayInfo
+
+__all__ = ["owns", "describe", "to_torch", "from_torch", "to_numpy", "from_numpy", "stream_scope"]
+
+
+def owns(x: object) -> bool:
+    """True for a ``cupy.ndarray``."""
+    import cupy
+
+    return isinstance(x, cupy.ndarray)
+
+
+def describe(x: Any) -> ArrayInfo:
+    """Library-neutral description of a CuPy array: device "cuda:<id>", writable, on a GPU."""
+    return ArrayInfo(
+        library="cupy",
+        shape=tuple(int(n) for n in x.shape),
+        dtype=np.dtype(x.dtype).name,
+        device=f"cuda:{int(x.device.id)}",
+        writable=True,
+        on_gpu=True,
+    )
+
+
+def to_torch(x: Any) -> Any:
+    """A torch CUDA tensor sharing ``x``'s memory (same device, same strides).
+
+    Call it inside :func:`stream_scope` so that torch's current stream is CuPy's and the DLPack
+    exchange needs no cross-stream wait.
+    """
+    import torch
+
+    return torch.from_dlpack(x)
+
+
+def from_torch(t: Any, like: Any) -> Any:
+    """A CuPy array sharing ``t``'s memory. Call it inside :func:`stream_scope` (see there)."""
+    import cupy
+
+    with like.device:
+        return cupy.from_dlpack(t.detach())
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A host copy of ``x`` (synchronises with CuPy's current stream)."""
+    import cupy
+
+    return cupy.asnumpy(x)
+
+
+def from_numpy(a: np.ndarray, like: Any) -> Any:
+    """A CuPy array on ``like``'s device; floating arrays take ``like``'s dtype, integers stay."""
+    import cupy
+
+    a = np.asarray(a)
+    if a.dtype.kind == "f" and a.dtype != like.dtype:
+        a = a.astype(like.dtype)
+    with like.device:
+        return cupy.asarray(a)
+
+
+@contextlib.contextmanager
+def stream_scope(x: Any) -> Iterator[None]:
+    """Run torch work on ``x``'s device and on CuPy's current stream for that device.
+
+    Inside the scope torch's current device is ``x``'s and torch's current stream is CuPy's current
+    stream of that device (its null stream maps to torch's default stream, any other stream to a
+    ``torch.cuda.ExternalStream`` on the same handle). A kernel launched there is ordered after the
+    CuPy work already queued on that stream, and CuPy work queued after the call is ordered after
+    the kernel, with no host synchronisation. Call ``to_torch``, the kernel and ``from_torch``
+    inside the scope.
+    """
+    import cupy
+    import torch
+
+    index = int(x.device.id)
+    with cupy.cuda.Device(index):
+        ptr = int(cupy.cuda.get_current_stream().ptr)
+    device = torch.device("cuda", index)
+    stream = (
+        torch.cuda.default_stream(device)
+        if ptr == 0
+        else torch.cuda.ExternalStream(ptr, device=device)
+    )
+    with torch.cuda.device(device), torch.cuda.stream(stream):
+        yield

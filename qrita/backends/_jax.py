@@ -1,0 +1,216 @@
+"""JAX adapter.
+
+JAX arrays are immutable, so every JAX array is described as not writable: ``inplace=True`` is an
+error and the masks always run out of place (the DLPack view torch gets of a JAX buffer *is*
+writable, so writing through it would silently mutate an immutable array; nothing here does).
+
+* Eager arrays on one CUDA device go to the Triton kernels through a zero-copy DLPack view
+  (``torch.from_dlpack``) and come back zero-copy (``jax.dlpack.from_dlpack``). DLPack orders the
+  streams both ways: no host synchronisation is needed (see :func:`stream_scope`).
+* Eager CPU arrays (and arrays sharded over several devices) take the NumPy reference path:
+  ``np.asarray`` (bfloat16 arrives as ``ml_dtypes.bfloat16`` and is widened exactly to float32) and
+  back with :func:`jax.device_put` to the original device or sharding and dtype.
+* Inside :func:`jax.jit` (tracers) the public functions call :func:`traced_masks` /
+  :func:`traced_top_k`, which stage the work into the traced program (see :mod:`._jax_jit`).
+
+Indices: JAX's default integer is int32 unless ``jax_enable_x64`` is set, so ``top_k`` indices of
+JAX arrays are int64 with x64 enabled and int32 otherwise (as ``jax.lax.top_k``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from qrita.backends import ArrayInfo
+
+__all__ = [
+    "owns",
+    "describe",
+    "to_torch",
+    "from_torch",
+    "to_numpy",
+    "from_numpy",
+    "stream_scope",
+    "is_traced",
+    "traced_masks",
+    "traced_top_k",
+    "index_dtype",
+]
+
+
+def owns(x: object) -> bool:
+    """True for a ``jax.Array``: concrete arrays and tracers (inside jit, vmap, grad) alike."""
+    import jax
+
+    return isinstance(x, jax.Array)
+
+
+def is_traced(x: Any) -> bool:
+    """True if ``x`` is a JAX tracer (an abstract value inside a transformation such as jit)."""
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def _devices(x: Any) -> list[Any]:
+    return sorted(x.sharding.device_set, key=lambda d: d.id)
+
+
+def _device_name(d: Any) -> str:
+    """A torch-style device string: "cpu", "cuda:0", ... (other platforms: "<platform>:<id>")."""
+    if d.platform == "cpu":
+        return "cpu"
+    index = getattr(d, "local_hardware_id", None)
+    if index is None:
+        index = d.id
+    platform = "cuda" if d.platform in ("gpu", "cuda") else d.platform
+    return f"{platform}:{index}"
+
+
+def describe(x: Any) -> ArrayInfo:
+    """Library-neutral description of a JAX array; ``writable`` is always False.
+
+    A tracer has no device yet: its device is "traced" and ``on_gpu`` is False (the traced path
+    picks CPU or GPU code when the program is lowered). An array sharded over several devices
+    reports them joined by "," and ``on_gpu`` False (it takes the reference path).
+    """
+    shape = tuple(int(n) for n in x.shape)
+    dtype = np.dtype(x.dtype).name
+    if is_traced(x):
+        return ArrayInfo("jax", shape, dtype, "traced", writable=False, on_gpu=False)
+    devices = _devices(x)
+    device = ",".join(_device_name(d) for d in devices)
+    on_gpu = len(devices) == 1 and devices[0].platform in ("gpu", "cuda")
+    return ArrayInfo("jax", shape, dtype, device, writable=False, on_gpu=on_gpu)
+
+
+def _require_concrete(x: Any, what: str) -> None:
+    if is_traced(x):
+        raise TypeError(
+            f"qrita: {what} got a traced JAX array (inside jax.jit or another transformation); "
+            "traced arrays take qrita.backends._jax.traced_masks / traced_top_k"
+        )
+
+
+def to_torch(x: Any) -> Any:
+    """A zero-copy torch view of a single-device JAX array (same device, same dtype, bf16 too).
+
+    The view is writable but must never be written: it is the JAX array's own buffer. The
+    ``__dlpack__`` exchange makes torch's current stream wait until the buffer is ready.
+    """
+    _require_concrete(x, "to_torch")
+    import torch
+
+    return torch.from_dlpack(x)
+
+
+def index_dtype() -> np.dtype:
+    """The dtype of JAX integer results: int64 with ``jax_enable_x64``, else int32."""
+    import jax
+
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.int64))
+
+
+def _from_dlpack(t: Any) -> Any:
+    import jax
+
+    from_dlpack = getattr(getattr(jax, "dlpack", None), "from_dlpack", None)
+    if from_dlpack is None:  # pragma: no cover - older/newer layouts
+        import jax.numpy as jnp
+
+        from_dlpack = jnp.from_dlpack
+    return from_dlpack(t)
+
+
+def from_torch(t: Any, like: Any) -> Any:
+    """A ``jax.Array`` sharing ``t``'s memory (zero-copy, same device).
+
+    Floating results keep their dtype (the kernels return ``like``'s dtype). Integer results (top-k
+    indices, int64 in torch) are narrowed in torch to :func:`index_dtype` first when x64 is off,
+    so the exchange itself stays zero-copy.
+    """
+    import torch
+
+    t = t.detach()
+    if not t.dtype.is_floating_point and t.dtype != torch.bool:
+        want = getattr(torch, index_dtype().name)
+        if t.dtype != want:
+            t = t.to(want)
+    if not t.is_contiguous():  # JAX cannot import non-compact strides
+        t = t.contiguous()
+    return _from_dlpack(t)
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A host NumPy array of ``x`` (a read-only view on CPU); bfloat16 widened to float32."""
+    _require_concrete(x, "to_numpy")
+    a = np.asarray(x)
+    if a.dtype.name == "bfloat16":
+        a = a.astype(np.float32)
+    return a
+
+
+def from_numpy(a: np.ndarray, like: Any) -> Any:
+    """A ``jax.Array`` on ``like``'s device (its sharding, for a result of ``like``'s shape).
+
+    Floating arrays take ``like``'s dtype (bfloat16 included); integer arrays become
+    :func:`index_dtype`.
+    """
+    import jax
+
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        if a.dtype != np.dtype(like.dtype):
+            a = a.astype(like.dtype)
+    elif a.dtype.kind in "iu":
+        a = a.astype(index_dtype(), copy=False)
+    if is_traced(like):
+        return jax.numpy.asarray(a)
+    if a.shape == tuple(like.shape):
+        return jax.device_put(a, like.sharding)
+    # A result of another shape (top_k): on like's device; a sharded like gives its first device.
+    return jax.device_put(a, _devices(like)[0])
+
+
+@contextlib.contextmanager
+def stream_scope(x: Any) -> Iterator[None]:
+    """Context for running a kernel on ``x``'s torch view.
+
+    For a single-device GPU array it makes that device torch's current device (an array on GPU 1
+    runs on GPU 1). Streams need nothing more: the DLPack exchange orders them both ways
+    (``to_torch`` makes torch's current stream wait for the JAX buffer, ``from_torch`` makes JAX's
+    stream wait for torch's), so nothing blocks the host. Call ``to_torch``, the kernel and
+    ``from_torch`` inside the scope. Elsewhere it does nothing.
+    """
+    info = None if is_traced(x) else describe(x)
+    if info is None or not info.on_gpu:
+        yield
+        return
+    import torch
+
+    with torch.cuda.device(int(info.device.split(":", 1)[1])):
+        yield
+
+
+def traced_masks(logits: Any, k: Any = None, p: Any = None, *, fill: float = float("-inf")) -> Any:
+    """Top-k then top-p mask of a traced (or any) JAX array of shape (V,) or (B, V), out of place.
+
+    ``k`` / ``p``: None, Python scalars, or arrays of shape (B,) (JAX arrays, tracers included, or
+    NumPy). Returns a ``jax.Array`` (a tracer inside jit) of ``logits``' shape and dtype.
+    """
+    from qrita.backends import _jax_jit
+
+    return _jax_jit.masks(logits, k, p, fill=fill)
+
+
+def traced_top_k(
+    x: Any, k: int, *, axis: int = -1, mode: str = "largest", sorted: bool = True
+) -> tuple[Any, Any]:
+    """``(values, indices)`` of the top ``k`` along ``axis`` of a traced (or any) JAX array."""
+    from qrita.backends import _jax_jit
+
+    return _jax_jit.top_k(x, k, axis=axis, mode=mode, sorted=sorted)

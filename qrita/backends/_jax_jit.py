@@ -1,0 +1,245 @@
+"""The public functions on traced JAX arrays (inside ``jax.jit``, ``vmap``, ...).
+
+A tracer has no data and no device when qrita sees it, so the work is staged into the program and
+the platform is chosen when the program is lowered (:func:`jax.lax.platform_dependent`):
+
+* **cuda**: :func:`jax.experimental.buffer_callback.buffer_callback`. At run time XLA hands the
+  callback its device buffers and its CUDA stream; they cross to torch through DLPack (zero-copy)
+  and the Triton kernel is launched on XLA's own stream, in place on the output buffer (which XLA
+  aliases to the input, copying only if the input is still live). No data goes to the host and
+  nothing synchronises, but it is still a *host callback*: Python runs at each execution, XLA
+  cannot fuse across it, and CUDA graphs (command buffers) are not used for it.
+* **cpu** and every other platform (and cuda on a JAX without ``buffer_callback``):
+  :func:`jax.pure_callback` to the NumPy CPU implementation (:mod:`qrita.backends._numpy`); on a
+  GPU this copies the operands to the host and back.
+
+An in-graph kernel (``jax_triton.triton_call``) would remove the callback; see docs/backends.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import numbers
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["masks", "top_k"]
+
+
+# --------------------------------------------------------------------------------------------
+# operands
+
+
+def _row_operand(value: Any, batch: int, kind: str) -> tuple[Any, Any]:
+    """Split a k / p argument into (static Python value, None) or (None, (B,) JAX array)."""
+    import jax.numpy as jnp
+
+    from qrita.backends._jax import index_dtype
+
+    if value is None or isinstance(value, (numbers.Number, np.generic)):
+        if isinstance(value, np.generic):
+            value = value.item()
+        return value, None
+    arr = jnp.asarray(value)
+    if kind == "k":
+        arr = arr.astype(index_dtype())
+    elif not jnp.issubdtype(arr.dtype, jnp.floating):
+        arr = arr.astype(jnp.float32)
+    return None, jnp.broadcast_to(arr.reshape(-1), (batch,))
+
+
+def _host_dtype_in(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
+
+
+def _torch_view(buf: Any) -> Any:
+    """A torch tensor on a buffer_callback Buffer (or any DLPack producer), zero-copy."""
+    import torch
+
+    return torch.from_dlpack(buf.__dlpack__())
+
+
+@contextlib.contextmanager
+def _on_xla_stream(ctx: Any, device: Any) -> Iterator[None]:
+    """Make XLA's stream for this execution torch's current stream on ``device``."""
+    import torch
+
+    ptr = int(ctx.stream)
+    stream = (
+        torch.cuda.default_stream(device)
+        if ptr == 0
+        else torch.cuda.ExternalStream(ptr, device=device)
+    )
+    with torch.cuda.device(device), torch.cuda.stream(stream):
+        yield
+
+
+def _has_buffer_callback() -> bool:
+    try:
+        from jax.experimental import buffer_callback  # noqa: F401
+    except ImportError:  # pragma: no cover - JAX < 0.7
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# device-side work (overridable in tests)
+
+
+def _device_masks(t: Any, k: Any, p: Any, fill: float) -> None:
+    """Mask the (B, V) CUDA tensor ``t`` in place (it already holds the logits)."""
+    from qrita.backends.triton import ops
+
+    ops.top_k_top_p_mask(t, k, p, inplace=True, fill=fill)
+
+
+def _device_top_k(t: Any, k: int, mode: str, sorted: bool) -> tuple[Any, Any]:
+    """(values, int64 indices) of the top ``k`` of each row of the (B, n) CUDA tensor ``t``."""
+    from qrita.backends.triton import ops
+
+    return ops.top_k(t, k, mode=mode, sorted=sorted)
+
+
+# --------------------------------------------------------------------------------------------
+# masks
+
+
+def _host_masks(x, *arrays, k_static, p_static, has_k, has_p, fill):
+    from qrita.backends import _numpy
+
+    arrays = list(arrays)
+    k = np.asarray(arrays.pop(0)).astype(np.int64) if has_k else k_static
+    p = np.asarray(arrays.pop(0)).astype(np.float64) if has_p else p_static
+    out = _numpy.masks(_host_dtype_in(x), k, p, fill=fill)
+    return np.asarray(out).astype(np.asarray(x).dtype, copy=False)
+
+
+def _gpu_masks_callback(ctx, out, x, *arrays, k_static, p_static, has_k, has_p, fill):
+    import torch
+
+    t = _torch_view(out)  # aliased to x: it already holds the logits
+    with _on_xla_stream(ctx, t.device):
+        arrays = list(arrays)
+        k = _torch_view(arrays.pop(0)).to(torch.int64) if has_k else k_static
+        p = _torch_view(arrays.pop(0)) if has_p else p_static
+        _device_masks(t, k, p, fill)
+
+
+def masks(logits: Any, k: Any = None, p: Any = None, *, fill: float = float("-inf")) -> Any:
+    """Top-k then top-p mask of a JAX array (V,) or (B, V), staged into the traced program."""
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.asarray(logits)
+    x2 = x.reshape(1, -1) if x.ndim == 1 else x
+    batch, vocab = x2.shape
+    if batch == 0 or vocab == 0:
+        return x
+    k_static, k_arr = _row_operand(k, batch, "k")
+    p_static, p_arr = _row_operand(p, batch, "p")
+    operands = [a for a in (k_arr, p_arr) if a is not None]
+    options = dict(
+        k_static=k_static,
+        p_static=p_static,
+        has_k=k_arr is not None,
+        has_p=p_arr is not None,
+        fill=float(fill),
+    )
+    result = jax.ShapeDtypeStruct(x2.shape, x2.dtype)
+
+    def host(x2, *ops):
+        return jax.pure_callback(
+            functools.partial(_host_masks, **options), result, x2, *ops, vmap_method="sequential"
+        )
+
+    def gpu(x2, *ops):
+        from jax.experimental.buffer_callback import buffer_callback
+
+        call = buffer_callback(
+            functools.partial(_gpu_masks_callback, **options),
+            result,
+            vmap_method="sequential",
+            input_output_aliases={0: 0},
+        )
+        return call(x2, *ops)
+
+    branches = {"cuda": gpu} if _has_buffer_callback() else {}
+    out = jax.lax.platform_dependent(x2, *operands, default=host, **branches)
+    return out.reshape(x.shape)
+
+
+# --------------------------------------------------------------------------------------------
+# top_k
+
+
+def _host_top_k(x, *, k, mode, sorted, index_dtype):
+    from qrita.backends import _numpy
+
+    values, indices = _numpy.top_k(_host_dtype_in(x), k, axis=-1, mode=mode, sorted=sorted)
+    dtype = np.asarray(x).dtype
+    return np.asarray(values).astype(dtype, copy=False), np.asarray(indices).astype(index_dtype)
+
+
+def _gpu_top_k_callback(ctx, outs, x, *, k, mode, sorted):
+    out_values, out_indices = outs
+    t = _torch_view(x)
+    with _on_xla_stream(ctx, t.device):
+        values, indices = _device_top_k(t, k, mode, sorted)
+        ov, oi = _torch_view(out_values), _torch_view(out_indices)
+        ov.copy_(values)
+        oi.copy_(indices)  # int64 -> int32 when x64 is off
+
+
+def top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest", sorted: bool = True):
+    """``(values, indices)`` of the top ``k`` along ``axis``, staged into the traced program."""
+    import jax
+    import jax.numpy as jnp
+
+    from qrita.backends._jax import index_dtype
+
+    x = jnp.asarray(x)
+    xm = jnp.moveaxis(x, axis, -1)
+    lead = xm.shape[:-1]
+    n = xm.shape[-1]
+    rows = int(np.prod(lead, dtype=np.int64))
+    idx_dtype = index_dtype()
+    k = int(k)
+    if k == 0 or rows == 0:
+        values = jnp.zeros(lead + (k,), x.dtype)
+        indices = jnp.zeros(lead + (k,), idx_dtype)
+    else:
+        x2 = xm.reshape(rows, n)
+        result = (
+            jax.ShapeDtypeStruct((rows, k), x.dtype),
+            jax.ShapeDtypeStruct((rows, k), idx_dtype),
+        )
+
+        def host(x2):
+            return jax.pure_callback(
+                functools.partial(
+                    _host_top_k, k=k, mode=mode, sorted=sorted, index_dtype=idx_dtype
+                ),
+                result,
+                x2,
+                vmap_method="sequential",
+            )
+
+        def gpu(x2):
+            from jax.experimental.buffer_callback import buffer_callback
+
+            call = buffer_callback(
+                functools.partial(_gpu_top_k_callback, k=k, mode=mode, sorted=sorted),
+                result,
+                vmap_method="sequential",
+            )
+            return call(x2)
+
+        branches = {"cuda": gpu} if _has_buffer_callback() else {}
+        values, indices = jax.lax.platform_dependent(x2, default=host, **branches)
+        values = values.reshape(lead + (k,))
+        indices = indices.reshape(lead + (k,))
+    return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)

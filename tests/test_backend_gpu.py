@@ -1,0 +1,390 @@
+"""GPU adapters end to end: torch, CuPy and JAX (eager and jit) against the oracle, on a CUDA GPU.
+
+Every test is marked ``gpu`` (skipped with a reason without CUDA). Zero-copy is proven by pointers:
+the kernel's input is the caller's buffer and the returned array is the kernel's output buffer.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # let torch and JAX share the GPU
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from qrita.reference import oracle  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+B, V = 8, 4096
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+@pytest.fixture
+def ops():
+    """The Triton kernels (the GPU path needs them; without them the API falls back to NumPy)."""
+    try:
+        from qrita.backends.triton import ops as mod
+    except ImportError as exc:
+        pytest.skip(f"qrita.backends.triton.ops does not import: {exc}")
+    return mod
+
+
+@pytest.fixture
+def calls(monkeypatch, ops):
+    """Record every kernel call's input / output pointers and devices."""
+    log: list[dict] = []
+    real_mask, real_top_k = ops.top_k_top_p_mask, ops.top_k
+
+    def mask(t, k, p, *, inplace, fill):
+        out = real_mask(t, k, p, inplace=inplace, fill=fill)
+        log.append(dict(op="mask", in_ptr=t.data_ptr(), out_ptr=out.data_ptr(), device=t.device))
+        return out
+
+    def top_k(t, k, *, mode, sorted):
+        vals, idx = real_top_k(t, k, mode=mode, sorted=sorted)
+        log.append(
+            dict(
+                op="top_k",
+                in_ptr=t.data_ptr(),
+                out_ptr=(vals.data_ptr(), idx.data_ptr()),
+                device=t.device,
+            )
+        )
+        return vals, idx
+
+    monkeypatch.setattr(ops, "top_k_top_p_mask", mask)
+    monkeypatch.setattr(ops, "top_k", top_k)
+    return log
+
+
+def _logits_np(seed: int, shape=(B, V)) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0.0, 3.0, size=shape).astype(np.float32)
+    a[..., 10] = a[..., 20]  # an exact tie
+    return a
+
+
+def assert_mask_ok(got: np.ndarray, x: np.ndarray, k, p, fill: float = -np.inf) -> None:
+    """docs/spec.md rule 5: exact except a top-p boundary entry whose mass-before is within 1e-6
+    of p; what is kept must still be a prefix of the order. ``x`` in the input dtype."""
+    want = oracle.top_k_top_p_mask(x, k, p, fill=fill)
+    got = np.asarray(got)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    g32, w32 = got.astype(np.float32), want.astype(np.float32)
+    same = (g32 == w32) | (np.isnan(g32) & np.isnan(w32))
+    if same.all():
+        return
+    x2 = x.reshape(1, -1) if x.ndim == 1 else x
+    g2 = g32.reshape(x2.shape)
+    k_rows, p_rows = oracle.row_params(k, p, *x2.shape)
+    ordr = oracle.order(x2)
+    keep_w = oracle.keep_mask(x2, k, p)
+    xf = oracle.as_float64(x2)
+    for b in np.nonzero(~same.reshape(x2.shape).all(axis=1))[0]:
+        keep_g = g2[b] != fill
+        np.testing.assert_array_equal(g2[b][keep_g], x2[b][keep_g].astype(np.float32))
+        n_g = int(keep_g.sum())
+        assert keep_g[ordr[b, :n_g]].all(), f"row {b}: kept set is not a prefix of the order"
+        n_w = int(keep_w[b].sum())
+        n_surv = int(k_rows[b]) if k_rows[b] > 0 else x2.shape[1]
+        before = oracle.mass_before(xf[b, ordr[b, :n_surv]])
+        assert before is not None and not np.isnan(p_rows[b]), f"row {b} differs outside top-p"
+        lo, hi = sorted((n_g, n_w))
+        assert np.all(np.abs(before[lo:hi] - p_rows[b]) <= 1e-6), (
+            f"row {b}: kept {n_g}, oracle {n_w}, outside the 1e-6 margin"
+        )
+
+
+def oracle_input(t) -> np.ndarray:
+    """A torch tensor as NumPy in its own dtype (bfloat16 as ml_dtypes.bfloat16)."""
+    import torch
+
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.float().cpu().numpy().astype(ml_dtypes.bfloat16)
+    return t.cpu().numpy()
+
+
+oracle_output = oracle_input
+
+
+CASES = [(50, None), (None, 0.9), (100, 0.9), (np.arange(1, B + 1) * 7, None)]
+
+
+# ---------------------------------------------------------------------------------------------
+# torch
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_torch_masks(calls, dtype):
+    import torch
+
+    import qrita
+
+    x_np = _logits_np(0)
+    x = torch.from_numpy(x_np).to("cuda", getattr(torch, dtype))
+    x_host = oracle_input(x)
+    for k, p in CASES:
+        kk = torch.from_numpy(k).cuda() if isinstance(k, np.ndarray) else k
+        out = qrita.top_k_top_p_mask(x, kk, p)
+        assert isinstance(out, torch.Tensor) and out.dtype == x.dtype and out.device == x.device
+        assert_mask_ok(oracle_output(out), x_host, k, p)
+        assert calls[-1]["in_ptr"] == x.data_ptr()  # the kernel read the caller's buffer
+        assert calls[-1]["out_ptr"] == out.data_ptr()
+
+
+def test_torch_top_k(calls):
+    import torch
+
+    import qrita
+
+    x = torch.from_numpy(_logits_np(1)).cuda()
+    v, i = qrita.top_k(x, 64)
+    ov, oi = oracle.top_k(x.cpu().numpy(), 64)
+    np.testing.assert_array_equal(v.cpu().numpy(), ov)
+    np.testing.assert_array_equal(i.cpu().numpy(), oi)
+    assert i.dtype == torch.int64
+    assert calls[-1]["in_ptr"] == x.data_ptr()
+
+
+def test_torch_on_second_gpu(calls):
+    import torch
+
+    import qrita
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    x = torch.from_numpy(_logits_np(2)).to("cuda:1")
+    out = qrita.top_k_mask(x, 5)
+    assert out.device == x.device
+    assert calls[-1]["device"] == x.device
+    assert_mask_ok(out.cpu().numpy(), x.cpu().numpy(), 5, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# CuPy
+
+
+def _cupy():
+    cupy = pytest.importorskip("cupy")
+    if cupy.cuda.runtime.getDeviceCount() == 0:
+        pytest.skip("cupy sees no CUDA device")
+    return cupy
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_cupy_masks_zero_copy(calls, dtype):
+    cupy = _cupy()
+    import qrita
+
+    x_np = _logits_np(3).astype(dtype)
+    x = cupy.asarray(x_np)
+    for k, p in CASES:
+        kk = cupy.asarray(k) if isinstance(k, np.ndarray) else k
+        out = qrita.top_k_top_p_mask(x, kk, p)
+        assert isinstance(out, cupy.ndarray) and out.dtype == x.dtype
+        assert out.device.id == x.device.id
+        assert_mask_ok(cupy.asnumpy(out), x_np, k, p)
+        assert calls[-1]["in_ptr"] == x.data.ptr
+        assert calls[-1]["out_ptr"] == out.data.ptr
+
+
+def test_cupy_top_k(calls):
+    cupy = _cupy()
+    import qrita
+
+    x_np = _logits_np(4)
+    x = cupy.asarray(x_np)
+    v, i = qrita.top_k(x, 33, mode="smallest")
+    ov, oi = oracle.top_k(x_np, 33, mode="smallest")
+    np.testing.assert_array_equal(cupy.asnumpy(v), ov)
+    np.testing.assert_array_equal(cupy.asnumpy(i), oi)
+    assert calls[-1]["in_ptr"] == x.data.ptr
+
+
+def test_cupy_inplace_writes_the_callers_buffer(calls):
+    cupy = _cupy()
+    import qrita
+
+    x_np = _logits_np(5)
+    x = cupy.asarray(x_np)
+    out = qrita.top_k_mask(x, 9, inplace=True)
+    assert out is x
+    assert_mask_ok(cupy.asnumpy(x), x_np, 9, None)
+
+
+def test_cupy_non_default_stream_ordering(calls):
+    """Input written on a non-default CuPy stream, no synchronisation: the kernel must see it."""
+    cupy = _cupy()
+    import qrita
+
+    x_np = _logits_np(6, (64, 32768))
+    src = cupy.asarray(x_np)
+    cupy.cuda.Device().synchronize()
+    big = cupy.ones((4096, 4096), cupy.float32)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cupy.zeros_like(src)
+        for _ in range(20):  # keep the stream busy so that a kernel on another stream would race
+            big = big @ big * (1.0 / 4096)
+        x[...] = src
+        out = qrita.top_k_top_p_mask(x, 20, 0.8)
+        got = out.copy()  # ordered after the kernel on the same stream
+    stream.synchronize()
+    assert_mask_ok(cupy.asnumpy(got), x_np, 20, 0.8)
+
+
+def test_cupy_on_second_gpu(calls):
+    cupy = _cupy()
+    import qrita
+
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    x_np = _logits_np(7)
+    with cupy.cuda.Device(1):
+        x = cupy.asarray(x_np)
+    out = qrita.top_k_mask(x, 5)  # current device is 0: the array's device must win
+    assert out.device.id == 1
+    assert calls[-1]["device"].index == 1
+    assert_mask_ok(cupy.asnumpy(out), x_np, 5, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# JAX
+
+
+def _jax():
+    jax = pytest.importorskip("jax")
+    try:
+        gpus = jax.devices("cuda")
+    except RuntimeError:
+        gpus = []
+    if not gpus:
+        pytest.skip("JAX has no CUDA backend here")
+    return jax, gpus
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_jax_eager_masks_zero_copy(calls, dtype):
+    jax, gpus = _jax()
+    import jax.numpy as jnp
+
+    import qrita
+
+    x = jax.device_put(jnp.asarray(_logits_np(8), dtype=dtype), gpus[0])
+    x_host = np.asarray(x)
+    for k, p in CASES:
+        kk = jax.device_put(jnp.asarray(k), gpus[0]) if isinstance(k, np.ndarray) else k
+        out = qrita.top_k_top_p_mask(x, kk, p)
+        assert isinstance(out, jax.Array) and out.dtype == x.dtype
+        assert out.devices() == x.devices()
+        assert_mask_ok(np.asarray(out), x_host, k, p)
+        assert calls[-1]["in_ptr"] == x.unsafe_buffer_pointer()
+        assert calls[-1]["out_ptr"] == out.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(np.asarray(x), x_host)  # never written
+
+
+def test_jax_eager_top_k(calls):
+    jax, gpus = _jax()
+
+    import qrita
+    from qrita.backends import _jax as jax_adapter
+
+    x_np = _logits_np(9)
+    x = jax.device_put(x_np, gpus[0])
+    v, i = qrita.top_k(x, 17)
+    ov, oi = oracle.top_k(x_np, 17)
+    np.testing.assert_array_equal(np.asarray(v), ov)
+    np.testing.assert_array_equal(np.asarray(i), oi)
+    assert i.dtype == jax_adapter.index_dtype()
+    assert calls[-1]["in_ptr"] == x.unsafe_buffer_pointer()
+    assert v.unsafe_buffer_pointer() == calls[-1]["out_ptr"][0]
+
+
+def test_jax_inplace_is_an_error():
+    jax, gpus = _jax()
+    import qrita
+
+    x = jax.device_put(_logits_np(10), gpus[0])
+    with pytest.raises(ValueError, match="inplace"):
+        qrita.top_k_mask(x, 3, inplace=True)
+
+
+def test_jax_on_second_gpu(calls):
+    jax, gpus = _jax()
+    import qrita
+
+    if len(gpus) < 2:
+        pytest.skip("needs two GPUs")
+    x_np = _logits_np(11)
+    x = jax.device_put(x_np, gpus[1])
+    out = qrita.top_k_mask(x, 5)
+    assert out.devices() == x.devices()
+    assert calls[-1]["device"].index == 1
+    assert_mask_ok(np.asarray(out), x_np, 5, None)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_jax_jit_runs_the_kernel_on_the_device(monkeypatch, ops, dtype):
+    jax, gpus = _jax()
+    import jax.numpy as jnp
+
+    import qrita
+    from qrita.backends import _jax_jit
+
+    device_calls, host_calls = [], []
+    real_device, real_host = _jax_jit._device_masks, _jax_jit._host_masks
+
+    def device_masks(t, k, p, fill):
+        device_calls.append(t.device)
+        return real_device(t, k, p, fill)
+
+    def host_masks(*args, **kwargs):
+        host_calls.append(1)
+        return real_host(*args, **kwargs)
+
+    monkeypatch.setattr(_jax_jit, "_device_masks", device_masks)
+    monkeypatch.setattr(_jax_jit, "_host_masks", host_masks)
+
+    x = jax.device_put(jnp.asarray(_logits_np(12), dtype=dtype), gpus[0])
+    x_host = np.asarray(x)
+    k = jax.device_put(jnp.arange(1, B + 1, dtype=jnp.int32) * 5, gpus[0])
+    out = jax.jit(lambda x, k: qrita.top_k_top_p_mask(x, k, 0.9))(x, k)
+    assert isinstance(out, jax.Array) and out.dtype == x.dtype and out.devices() == x.devices()
+    assert_mask_ok(np.asarray(out), x_host, np.asarray(k), 0.9)
+    assert device_calls and not host_calls  # the buffer callback ran, not the host callback
+    np.testing.assert_array_equal(np.asarray(x), x_host)  # the aliased input was not written
+
+    out = jax.jit(lambda x: qrita.top_k_mask(x, 5))(x)
+    assert_mask_ok(np.asarray(out), x_host, 5, None)
+
+
+def test_jax_jit_top_k(ops):
+    jax, gpus = _jax()
+
+    import qrita
+
+    x_np = _logits_np(13)
+    x = jax.device_put(x_np, gpus[0])
+    v, i = jax.jit(lambda x: tuple(qrita.top_k(x, 8, axis=0)))(x)
+    ov, oi = oracle.top_k(x_np, 8, axis=0)
+    np.testing.assert_array_equal(np.asarray(v), ov)
+    np.testing.assert_array_equal(np.asarray(i), oi)
+
+
+def test_jax_jit_under_vmap(ops):
+    jax, gpus = _jax()
+
+    import qrita
+
+    x_np = _logits_np(14, (4, 2, 512))
+    x = jax.device_put(x_np, gpus[0])
+    out = jax.jit(jax.vmap(lambda r: qrita.top_k_mask(r, 3)))(x)
+    for b in range(4):
+        assert_mask_ok(np.asarray(out)[b], x_np[b], 3, None)

@@ -1,0 +1,276 @@
+"""JAX adapter on CPU: detection, description, round trips through the public API, and jax.jit.
+
+Everything here runs on JAX's CPU backend (CI). The GPU paths are in tests/test_backend_gpu.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+import qrita  # noqa: E402
+from qrita.backends import _jax, adapter_for  # noqa: E402
+from qrita.reference import oracle  # noqa: E402
+
+DTYPES = ["float32", "bfloat16", "float16"]
+CPU = jax.devices("cpu")[0]
+
+
+def _logits(rng: np.random.Generator, shape, dtype: str):
+    """Distinct-ish logits with a few exact ties, on JAX's CPU device."""
+    a = rng.normal(0.0, 2.0, size=shape).astype(np.float32)
+    a[..., 3] = a[..., 7]  # a tie, ranked by index
+    return jax.device_put(jnp.asarray(a, dtype=dtype), CPU)
+
+
+def _host(x) -> np.ndarray:
+    """The JAX array as NumPy, in its own dtype (ml_dtypes bfloat16 stays bfloat16)."""
+    return np.asarray(x)
+
+
+def _assert_same(out, want: np.ndarray) -> None:
+    got = _host(out)
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
+    # bit-for-bit (as float32 views: bfloat16/float16 widen exactly), NaN in the same places
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+def _api():
+    if not hasattr(qrita, "top_k_top_p_mask"):
+        pytest.skip("qrita.top_k_top_p_mask is not available yet (qrita/_api.py missing)")
+    return qrita
+
+
+# ---------------------------------------------------------------------------------------------
+# adapter logic
+
+
+def test_import_qrita_imports_no_array_library():
+    code = (
+        "import sys, qrita; "
+        "print(','.join(m for m in ('torch', 'jax', 'jaxlib', 'cupy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_adapter_for_concrete_array_and_tracer():
+    x = jnp.ones((2, 3), jnp.float32)
+    assert type(x).__module__.split(".")[0] in ("jaxlib", "jax")
+    assert adapter_for(x) is _jax
+    assert _jax.owns(x)
+    assert not _jax.owns(np.ones(3))
+    seen = {}
+
+    @jax.jit
+    def f(t):
+        seen["adapter"] = adapter_for(t)
+        seen["traced"] = _jax.is_traced(t)
+        seen["info"] = _jax.describe(t)
+        return t
+
+    f(x)
+    assert seen["adapter"] is _jax
+    assert seen["traced"] is True
+    info = seen["info"]
+    assert (info.library, info.shape, info.dtype, info.device) == (
+        "jax",
+        (2, 3),
+        "float32",
+        "traced",
+    )
+    assert info.writable is False and info.on_gpu is False
+    assert not _jax.is_traced(x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_describe_cpu_array(dtype):
+    x = jax.device_put(jnp.zeros((4, 9), dtype), CPU)
+    info = _jax.describe(x)
+    assert info.library == "jax"
+    assert info.shape == (4, 9)
+    assert info.dtype == dtype
+    assert info.device == "cpu"
+    assert info.writable is False  # JAX arrays are immutable: never written in place
+    assert info.on_gpu is False
+
+
+def test_to_numpy_widens_bfloat16_and_from_numpy_restores(rng):
+    x = _logits(rng, (3, 8), "bfloat16")
+    a = _jax.to_numpy(x)
+    assert isinstance(a, np.ndarray) and a.dtype == np.float32
+    np.testing.assert_array_equal(a, np.asarray(x).astype(np.float32))
+    back = _jax.from_numpy(a, like=x)
+    assert isinstance(back, jax.Array)
+    assert back.dtype == jnp.bfloat16
+    assert back.devices() == x.devices()
+    np.testing.assert_array_equal(np.asarray(back), np.asarray(x))
+    idx = _jax.from_numpy(np.arange(3, dtype=np.int64), like=x)
+    assert idx.dtype == _jax.index_dtype()
+
+
+def test_to_numpy_refuses_tracers():
+    @jax.jit
+    def f(t):
+        with pytest.raises(TypeError, match="traced"):
+            _jax.to_numpy(t)
+        return t
+
+    f(jnp.ones(3))
+
+
+def test_stream_scope_is_a_no_op_on_cpu():
+    x = jnp.ones(3)
+    with _jax.stream_scope(x):
+        pass
+
+
+def test_index_dtype_follows_x64():
+    assert _jax.index_dtype() == (np.int64 if jax.config.jax_enable_x64 else np.int32)
+
+
+# ---------------------------------------------------------------------------------------------
+# traced path, directly (independent of the public API's wiring)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_traced_masks_under_jit_match_oracle(rng, dtype):
+    x = _logits(rng, (5, 40), dtype)
+    k = jnp.asarray([0, 1, 3, 39, 100], jnp.int32)
+    p = jnp.asarray([0.5, 1.0, 0.0, 0.9, np.nan], jnp.float32)
+    out = jax.jit(lambda x, k, p: _jax.traced_masks(x, k, p, fill=-7.0))(x, k, p)
+    want = oracle.top_k_top_p_mask(_host(x), np.asarray(k), np.asarray(p), fill=-7.0)
+    _assert_same(out, want)
+
+
+def test_traced_masks_static_scalars_and_1d(rng):
+    x = _logits(rng, (33,), "float32")
+    out = jax.jit(lambda x: _jax.traced_masks(x, 4, 0.8))(x)
+    _assert_same(out, oracle.top_k_top_p_mask(_host(x), 4, 0.8))
+
+
+def test_traced_top_k_under_jit_match_oracle(rng):
+    x = _logits(rng, (6, 3, 10), "bfloat16")
+    for axis, mode, srt in [(-1, "largest", True), (0, "smallest", True), (1, "largest", False)]:
+        v, i = jax.jit(
+            lambda x, axis=axis, mode=mode, srt=srt: _jax.traced_top_k(
+                x, 2, axis=axis, mode=mode, sorted=srt
+            )
+        )(x)
+        ov, oi = oracle.top_k(_host(x), 2, axis=axis, mode=mode, sorted=srt)
+        _assert_same(v, ov)
+        assert i.dtype == _jax.index_dtype()
+        np.testing.assert_array_equal(np.asarray(i), oi)
+
+
+def test_traced_masks_under_vmap(rng):
+    x = _logits(rng, (4, 20), "float32")
+    out = jax.jit(jax.vmap(lambda r: _jax.traced_masks(r, 3)))(x)
+    _assert_same(out, oracle.top_k_mask(_host(x), 3))
+
+
+# ---------------------------------------------------------------------------------------------
+# public API, eager
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(37,), (4, 37)])
+def test_api_mask_round_trip(rng, dtype, shape):
+    q = _api()
+    x = _logits(rng, shape, dtype)
+    for k, p in [(5, None), (None, 0.9), (10, 0.5), (0, 0.0)]:
+        out = q.top_k_top_p_mask(x, k, p)
+        assert isinstance(out, jax.Array)
+        assert out.devices() == x.devices()
+        _assert_same(out, oracle.top_k_top_p_mask(_host(x), k, p))
+    _assert_same(q.top_k_mask(x, 3, fill=-1.0), oracle.top_k_mask(_host(x), 3, fill=-1.0))
+    _assert_same(q.top_p_mask(x, 0.7), oracle.top_p_mask(_host(x), 0.7))
+
+
+def test_api_mask_per_row_jax_arrays(rng):
+    q = _api()
+    x = _logits(rng, (4, 30), "bfloat16")
+    k = jnp.asarray([1, 0, 5, 30], jnp.int32)
+    p = jnp.asarray([0.9, 0.2, 1.0, 0.0], jnp.float32)
+    out = q.top_k_top_p_mask(x, k, p)
+    _assert_same(out, oracle.top_k_top_p_mask(_host(x), np.asarray(k), np.asarray(p)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_api_top_k_round_trip(rng, dtype):
+    q = _api()
+    x = _logits(rng, (3, 5, 12), dtype)
+    for axis, mode, srt in [(-1, "largest", True), (1, "smallest", False), (0, "largest", True)]:
+        res = q.top_k(x, 2, axis=axis, mode=mode, sorted=srt)
+        v, i = res
+        assert isinstance(v, jax.Array) and isinstance(i, jax.Array)
+        ov, oi = oracle.top_k(_host(x), 2, axis=axis, mode=mode, sorted=srt)
+        _assert_same(v, ov)
+        assert i.dtype == _jax.index_dtype()  # int64 with jax_enable_x64, else int32
+        np.testing.assert_array_equal(np.asarray(i), oi)
+
+
+def test_api_inplace_on_jax_is_an_error(rng):
+    q = _api()
+    x = _logits(rng, (2, 10), "float32")
+    before = np.asarray(x).copy()
+    with pytest.raises(ValueError, match="inplace"):
+        q.top_k_mask(x, 3, inplace=True)
+    with pytest.raises(ValueError, match="inplace"):
+        q.top_k_top_p_mask(x, 3, 0.5, inplace=True)
+    np.testing.assert_array_equal(np.asarray(x), before)
+
+
+def test_api_does_not_modify_input(rng):
+    q = _api()
+    x = _logits(rng, (3, 16), "float32")
+    before = np.asarray(x).copy()
+    q.top_k_top_p_mask(x, 2, 0.5)
+    np.testing.assert_array_equal(np.asarray(x), before)
+
+
+# ---------------------------------------------------------------------------------------------
+# public API under jax.jit
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_api_under_jit(rng, dtype):
+    q = _api()
+    x = _logits(rng, (4, 25), dtype)
+    out = jax.jit(lambda x: q.top_k_mask(x, 5))(x)
+    assert isinstance(out, jax.Array) and out.dtype == x.dtype
+    _assert_same(out, oracle.top_k_mask(_host(x), 5))
+
+
+def test_api_under_jit_with_traced_row_arrays(rng):
+    q = _api()
+    x = _logits(rng, (3, 25), "float32")
+    k = jnp.asarray([2, 0, 7], jnp.int32)
+    p = jnp.asarray([0.6, 0.95, 0.0], jnp.float32)
+    out = jax.jit(lambda x, k, p: q.top_k_top_p_mask(x, k, p))(x, k, p)
+    _assert_same(out, oracle.top_k_top_p_mask(_host(x), np.asarray(k), np.asarray(p)))
+    out = jax.jit(lambda x, p: q.top_p_mask(x, p))(x, p)
+    _assert_same(out, oracle.top_p_mask(_host(x), np.asarray(p)))
+
+
+def test_api_top_k_under_jit(rng):
+    q = _api()
+    x = _logits(rng, (4, 25), "bfloat16")
+    v, i = jax.jit(lambda x: tuple(q.top_k(x, 3)))(x)
+    ov, oi = oracle.top_k(_host(x), 3)
+    _assert_same(v, ov)
+    np.testing.assert_array_equal(np.asarray(i), oi)
+
+
+def test_api_under_jit_inplace_is_an_error(rng):
+    q = _api()
+    x = _logits(rng, (2, 10), "float32")
+    with pytest.raises(ValueError, match="inplace"):
+        jax.jit(lambda x: q.top_k_mask(x, 3, inplace=True))(x)
