@@ -121,32 +121,33 @@ def test_torch_topk_matches_oracle():
 
 
 # ------------------------------------------------------------------------------------ checkers
-def test_check_mask_rejects_wrong_top_k():
+@pytest.mark.parametrize("shared", [True, False])
+def test_check_mask_rejects_wrong_top_k(shared):
     x = _tie_free(2, 64)
     out = np.where(oracle.keep_mask(x, 5, None), x, -np.inf).astype(np.float32)
-    assert bench.check_mask(x, out, 5, None)[0]
+    assert bench.check_mask(x, out, 5, None, shared=shared)[0]
     bad = out.copy()
     bad[0, np.argmin(x[0])] = x[0, np.argmin(x[0])]  # keeps one extra entry
-    assert not bench.check_mask(x, bad, 5, None)[0]
+    assert not bench.check_mask(x, bad, 5, None, shared=shared)[0]
     changed = out.copy()
     j = np.argmax(x[1])
     changed[1, j] = np.nextafter(changed[1, j], np.float32(np.inf))
-    ok, note = bench.check_mask(x, changed, 5, None)
-    assert not ok and "changed" in note
+    assert not bench.check_mask(x, changed, 5, None, shared=shared)[0]
 
 
-def test_check_mask_top_p_margin():
+@pytest.mark.parametrize("shared", [True, False])
+def test_check_mask_top_p_margin(shared):
     # probabilities 0.5, 0.25, 0.25: with p = 0.75 the mass before the third entry is exactly p
     x = np.log(np.array([[0.5, 0.25, 0.25, 1e-30]], dtype=np.float64)).astype(np.float32)
     truth = oracle.keep_mask(x, None, 0.75)
     assert truth.tolist() == [[True, True, False, False]]
     keep3 = np.where([[True, True, True, False]], x, -np.inf).astype(np.float32)
-    ok, note = bench.check_mask(x, keep3, None, 0.75)  # boundary within 1e-6: allowed
-    assert ok and "1e-6" in note
+    ok, note = bench.check_mask(x, keep3, None, 0.75, shared=shared)  # within 1e-6: allowed
+    assert ok, note
     keep1 = np.where([[True, False, False, False]], x, -np.inf).astype(np.float32)
-    assert not bench.check_mask(x, keep1, None, 0.75)[0]
+    assert not bench.check_mask(x, keep1, None, 0.75, shared=shared)[0]
     gap = np.where([[True, False, True, False]], x, -np.inf).astype(np.float32)  # not a prefix
-    assert not bench.check_mask(x, gap, None, 0.75)[0]
+    assert not bench.check_mask(x, gap, None, 0.75, shared=shared)[0]
 
 
 def test_check_mask_probs_kind():
@@ -156,12 +157,14 @@ def test_check_mask_probs_kind():
     assert bench.check_mask(x, probs, None, 0.9, kind="probs")[0]
 
 
-def test_check_topk_set_vs_order():
+@pytest.mark.parametrize("shared", [True, False])
+def test_check_topk_set_vs_order(shared):
     x = _tie_free(2, 100)
     ref = oracle.top_k(x, 6)
+    assert bench.check_topk(x, ref.values, ref.indices, 6, exact_order=True, shared=shared)[0]
     rev_i = ref.indices[:, ::-1].copy()
     rev_v = ref.values[:, ::-1].copy()
-    assert not bench.check_topk(x, rev_v, rev_i, 6, exact_order=True)[0]
+    assert not bench.check_topk(x, rev_v, rev_i, 6, exact_order=True, shared=shared)[0]
     assert bench.check_topk(x, rev_v, rev_i, 6, exact_order=False)[0]
     wrong = ref.indices.copy()
     wrong[0, 0] = np.argmin(x[0])
