@@ -9,7 +9,8 @@ the platform is chosen when the program is lowered (:func:`jax.lax.platform_depe
   aliases to the input, copying only if the input is still live). No data goes to the host and
   nothing synchronises, but it is still a *host callback*: Python runs at each execution, XLA
   cannot fuse across it, and CUDA graphs (command buffers) are not used for it.
-* **cpu** and every other platform (and cuda on a JAX without ``buffer_callback``):
+* **cpu** and every other platform (and cuda when ``buffer_callback``, torch or the kernel for
+  the op / dtype is missing, e.g. float64):
   :func:`jax.pure_callback` to the NumPy CPU implementation (:mod:`qrita.backends._numpy`); on a
   GPU this copies the operands to the host and back.
 
@@ -78,12 +79,31 @@ def _on_xla_stream(ctx: Any, device: Any) -> Iterator[None]:
         yield
 
 
-def _has_buffer_callback() -> bool:
+def _gpu_branches(op: str, dtype: Any, gpu: Any) -> dict[str, Any]:
+    """``{"cuda": gpu}`` when the device path can run ``op`` on ``dtype``, else ``{}`` (host).
+
+    Needs JAX's ``buffer_callback``, torch and the Triton kernels (``ops.<op>``), and a dtype the
+    kernels take (float64 always goes to the reference, as in the eager API).
+    """
+    import jax
+
+    try:
+        if not jax.devices("cuda"):
+            return {}
+    except RuntimeError:  # no CUDA backend in this process: nothing to lower for
+        return {}
     try:
         from jax.experimental import buffer_callback  # noqa: F401
-    except ImportError:  # pragma: no cover - JAX < 0.7
-        return False
-    return True
+
+        from qrita.backends.triton import ops
+    except ImportError:
+        return {}
+    supported = getattr(ops, "SUPPORTED_DTYPES", None)
+    if not hasattr(ops, op) or supported is None:
+        return {}
+    if np.dtype(dtype).name not in {str(d).removeprefix("torch.") for d in supported}:
+        return {}
+    return {"cuda": gpu}
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,7 +187,7 @@ def masks(logits: Any, k: Any = None, p: Any = None, *, fill: float = float("-in
         )
         return call(x2, *ops)
 
-    branches = {"cuda": gpu} if _has_buffer_callback() else {}
+    branches = _gpu_branches("top_k_top_p_mask", x2.dtype, gpu)
     out = jax.lax.platform_dependent(x2, *operands, default=host, **branches)
     return out.reshape(x.shape)
 
@@ -238,7 +258,7 @@ def top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest", sorted: bool
             )
             return call(x2)
 
-        branches = {"cuda": gpu} if _has_buffer_callback() else {}
+        branches = _gpu_branches("top_k", x2.dtype, gpu)
         values, indices = jax.lax.platform_dependent(x2, default=host, **branches)
         values = values.reshape(lead + (k,))
         indices = indices.reshape(lead + (k,))
