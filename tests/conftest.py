@@ -1,0 +1,49 @@
+"""Shared pytest set-up: the ``gpu`` marker's skip, a Hypothesis profile, common fixtures."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # hypothesis is a test extra; the suite's own tests do not all need it
+    pass
+else:
+    settings.register_profile(
+        "qrita",
+        deadline=None,  # first calls pay for imports / JIT; timing is not what we test
+        suppress_health_check=[HealthCheck.too_slow],
+        print_blob=True,
+    )
+    settings.register_profile(
+        "ci", parent=settings.get_profile("qrita"), derandomize=True, print_blob=True
+    )
+    settings.load_profile(os.environ.get("QRITA_HYPOTHESIS_PROFILE", "qrita"))
+
+
+def cuda_available() -> bool:
+    """True when torch is installed and sees a CUDA (or ROCm) device. Imports torch lazily."""
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu_items or cuda_available():
+        return
+    reason = "needs a CUDA GPU: torch is missing or torch.cuda.is_available() is False"
+    for item in gpu_items:
+        item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A fresh, seeded NumPy generator per test."""
+    return np.random.default_rng(20240601)
