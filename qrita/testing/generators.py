@@ -157,7 +157,8 @@ def to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "bfloat16":
         return bf16_round(x)
     if dtype in ("float32", "float16", "float64"):
-        return np.ascontiguousarray(np.asarray(x).astype(dtype))
+        with np.errstate(over="ignore"):  # huge values become ±inf in float16, as a cast does
+            return np.ascontiguousarray(np.asarray(x).astype(dtype))
     raise ValueError(f"to_dtype: unknown dtype {dtype!r}")
 
 
