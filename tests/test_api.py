@@ -509,3 +509,21 @@ def test_gpu_dispatch_under_triton_interpreter(tmp_path):
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "DISPATCH OK" in r.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ml_dtypes") is None, reason="ml_dtypes missing")
+def test_numpy_bfloat16(rng):
+    import ml_dtypes
+
+    x = make_logits(rng).astype(ml_dtypes.bfloat16)
+    wide = x.astype(np.float32)
+    out = qrita.top_k_top_p_mask(x, 12, 0.7)
+    assert out.dtype == x.dtype and out.shape == x.shape
+    want = oracle.top_k_top_p_mask(wide, 12, 0.7).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(bits(out), bits(want))
+    res = qrita.top_k(x, 4, mode="smallest")
+    assert res.values.dtype == x.dtype and res.indices.dtype == np.int64
+    np.testing.assert_array_equal(res.indices, oracle.top_k(wide, 4, mode="smallest").indices)
+    y = x.copy()
+    assert qrita.top_k_top_p_mask(y, 12, 0.7, inplace=True) is y
+    np.testing.assert_array_equal(bits(y), bits(want))
