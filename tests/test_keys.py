@@ -23,10 +23,11 @@ def _check_monotone_exact(x: np.ndarray) -> None:
     """Keys sort exactly like values: equal values (only ±0 among distinct bit patterns) share a
     key, larger values have larger keys, NaN has KEY_NAN, and key_to_value inverts."""
     keys = order_key(x)
-    nan = np.isnan(x.astype(np.float64))
+    with np.errstate(invalid="ignore"):  # signalling NaN patterns
+        nan = np.isnan(x.astype(np.float64))
     nan_key = KEY_NAN64 if x.dtype == np.float64 else KEY_NAN
     assert np.all(keys[nan] == nan_key)
-    v = x[~nan].astype(np.float64)
+    v = x[~nan].astype(np.float32).astype(np.float64) if x.dtype != np.float64 else x[~nan]
     kv = keys[~nan].astype(np.int64)
     assert np.all(kv > nan_key)
     o = np.argsort(v, kind="stable")
