@@ -401,6 +401,9 @@ def cases(
                     continue
                 x = to_dtype(batch, dtype)
                 B = x.shape[0]
+                seen: set[str] = set()
                 for k, p in _kp_list(int(V), B, family):
                     name = f"{family}/V={V}/{dtype}/k={_fmt(k)}/p={_fmt(p)}"
-                    yield Case(name, x, k, p)
+                    if name not in seen:  # small V repeats some k values
+                        seen.add(name)
+                        yield Case(name, x, k, p)
