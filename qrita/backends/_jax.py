@@ -51,9 +51,16 @@ def owns(x: object) -> bool:
 
 def is_traced(x: Any) -> bool:
     """True if ``x`` is a JAX tracer (an abstract value inside a transformation such as jit)."""
+    return isinstance(x, _tracer_type())
+
+
+def _tracer_type() -> type:
     import jax
 
-    return isinstance(x, jax.core.Tracer)
+    tracer = getattr(getattr(jax, "core", None), "Tracer", None)
+    if tracer is None:  # pragma: no cover - if jax.core.Tracer leaves the public namespace
+        from jax._src.core import Tracer as tracer
+    return tracer
 
 
 def _devices(x: Any) -> list[Any]:
