@@ -249,3 +249,19 @@ def test_main_cpu_debug_end_to_end(tmp_path):
     assert all(float(r["speedup_vs_torch_sort"]) == 1.0 for r in ts)
     fi = [r for r in got if r["impl"] == "flashinfer"]
     assert all(r["correct"] in ("skip", "yes", "no") for r in fi)
+
+
+def test_slow_guard_and_commit_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("QRITA_COMMIT", "feedbee")
+    monkeypatch.setattr(bench, "REPO", str(tmp_path))  # not a git checkout: falls back to the env
+    assert bench.git_commit(str(tmp_path)) == "feedbee"
+    rc = bench.main(["--cpu-debug", "--no-progress", "--batch", "2", "--vocab", "256", "--dtypes",
+                     "float32", "--workloads", "gaussian", "--ops", "masks", "--scenarios", "topk50",
+                     "--peers", "torch_sort", "--max-call-ms", "0", "--out", str(tmp_path)])
+    assert rc == 0
+    (csv_path,) = list(tmp_path.glob("bench_*.csv"))
+    with open(csv_path, newline="") as f:
+        got = list(csv.DictReader(f))
+    assert len(got) == 2
+    assert all("slow: one call timed" in r["note"] for r in got)
+    assert all(r["correct"] == "yes" for r in got), [r["note"] for r in got]
