@@ -12,10 +12,15 @@ from qrita.testing import generators as gen
 
 
 def test_deterministic_and_shapes():
-    for fn, args in [(gen.zipf_logits, (3, 17, 1.1)), (gen.gaussian_logits, (3, 17, 2.0)),
-                     (gen.grammar_rows, (3, 17, 0.5)), (gen.sorted_rows, (3, 17, True)),
-                     (gen.peaked_rows, (3, 17, 100.0)), (gen.extreme_rows, (3, 17)),
-                     (gen.tied_boundary_rows, (3, 17, 5, 3))]:
+    for fn, args in [
+        (gen.zipf_logits, (3, 17, 1.1)),
+        (gen.gaussian_logits, (3, 17, 2.0)),
+        (gen.grammar_rows, (3, 17, 0.5)),
+        (gen.sorted_rows, (3, 17, True)),
+        (gen.peaked_rows, (3, 17, 100.0)),
+        (gen.extreme_rows, (3, 17)),
+        (gen.tied_boundary_rows, (3, 17, 5, 3)),
+    ]:
         a = fn(*args, rng=np.random.default_rng(9))
         b = fn(*args, rng=np.random.default_rng(9))
         assert a.shape == (3, 17) and a.dtype == np.float32 and a.flags.c_contiguous
@@ -24,8 +29,13 @@ def test_deterministic_and_shapes():
     c2 = [(c.name, c.logits.tobytes(), str(c.k), str(c.p)) for c in gen.cases((3, 50), seed=4)]
     assert c1 == c2
     c3 = [c.logits.tobytes() for c in gen.cases((50,), ("float32",), seed=5, families=["gaussian"])]
-    assert c3[0] != [c.logits.tobytes() for c in gen.cases((50,), ("float32",), seed=4,
-                                                            families=["gaussian"])][0]
+    assert (
+        c3[0]
+        != [
+            c.logits.tobytes()
+            for c in gen.cases((50,), ("float32",), seed=4, families=["gaussian"])
+        ][0]
+    )
 
 
 def test_zipf_and_gaussian():
@@ -52,9 +62,13 @@ def test_quantised_bf16_and_dtypes():
     assert qy[0, 0] == np.inf and qy[0, 1] == -np.inf and np.isnan(qy[0, 2])
     ml = pytest.importorskip("ml_dtypes")
     rng = np.random.default_rng(3)
-    z = np.concatenate([rng.standard_normal(50_000).astype(np.float32) * 1e3,
-                        rng.integers(0, 2**32, 50_000, dtype=np.uint64).astype(np.uint32).view(np.float32),
-                        np.array([np.inf, -np.inf, 3.4e38, -0.0, 1e-45], np.float32)])
+    z = np.concatenate(
+        [
+            rng.standard_normal(50_000).astype(np.float32) * 1e3,
+            rng.integers(0, 2**32, 50_000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+            np.array([np.inf, -np.inf, 3.4e38, -0.0, 1e-45], np.float32),
+        ]
+    )
     got = gen.bf16_round(z)
     assert got.dtype == np.float32
     with np.errstate(invalid="ignore", over="ignore"):
@@ -75,7 +89,9 @@ def test_adversarial_rows():
         g = gen.grammar_rows(2, V, frac, 0)
         assert np.all((g == -np.inf).sum(axis=1) == n)
     assert np.all(np.isnan(gen.inject_nan(gen.gaussian_logits(2, V, 2.0, 0), 0.1, 0)).sum(1) == 100)
-    assert np.all((gen.inject_posinf(gen.gaussian_logits(2, V, 2.0, 0), 3, 0) == np.inf).sum(1) == 3)
+    assert np.all(
+        (gen.inject_posinf(gen.gaussian_logits(2, V, 2.0, 0), 3, 0) == np.inf).sum(1) == 3
+    )
     # tied boundary: the k-th value of the order is repeated on both sides of the boundary
     k = 50
     t = gen.tied_boundary_rows(3, V, k, 7, 0)
@@ -111,8 +127,13 @@ def test_cases_cover_the_grid():
         assert c.logits.ndim == 2 and c.logits.shape[1] == V
         assert c.logits.dtype == (np.float16 if dtype == "float16" else np.float32)
         if dtype == "bfloat16":
-            assert np.array_equal(gen.bf16_round(c.logits).view(np.uint32), c.logits.view(np.uint32),
-                                  ) or np.isnan(c.logits).any()
+            assert (
+                np.array_equal(
+                    gen.bf16_round(c.logits).view(np.uint32),
+                    c.logits.view(np.uint32),
+                )
+                or np.isnan(c.logits).any()
+            )
         dtypes.add(dtype)
         fams.add(fam)
         if isinstance(c.k, np.ndarray):
@@ -129,7 +150,7 @@ def test_cases_cover_the_grid():
             combos += 1
     assert dtypes == {"float32", "float16", "bfloat16"}
     assert fams == set(gen.FAMILIES)
-    assert {0, 1, 50, -1, 0, 5, 3} <= ks  # 0, 1, V-1 (-> -1), V (-> 0), V+5 (-> 5), 50; 3
+    assert {0, 1, 50, -1, 5, 3} <= ks  # 0, 1, V-1 (-> -1), V (-> 0), V+5 (-> 5), 50; 3
     assert {0.0, 1e-9, 0.5, 1 - 1e-7, 1.0, "nan"} <= ps
     assert arrays_k and arrays_p and combos
     assert len(names) > 3000

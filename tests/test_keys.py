@@ -80,15 +80,29 @@ def test_random_float64_bit_patterns():
 
 
 def test_specials():
-    x = np.array([-np.inf, -np.finfo(np.float32).max, -1.0, -np.finfo(np.float32).smallest_subnormal,
-                  -0.0, 0.0, np.finfo(np.float32).smallest_subnormal, 1.0,
-                  np.finfo(np.float32).max, np.inf], dtype=np.float32)
+    x = np.array(
+        [
+            -np.inf,
+            -np.finfo(np.float32).max,
+            -1.0,
+            -np.finfo(np.float32).smallest_subnormal,
+            -0.0,
+            0.0,
+            np.finfo(np.float32).smallest_subnormal,
+            1.0,
+            np.finfo(np.float32).max,
+            np.inf,
+        ],
+        dtype=np.float32,
+    )
     k = order_key(x)
     assert k[0] == KEY_NEG_INF == -2139095041 and k[-1] == KEY_POS_INF == 2139095040
     assert k[4] == k[5] == 0 and k[6] == 1 and k[3] == -2
     assert np.all(np.diff(k[[0, 1, 2, 3, 4, 6, 7, 8, 9]].astype(np.int64)) > 0)
     nans = np.array([np.nan, -np.nan], dtype=np.float32)
-    nans = np.concatenate([nans, np.array([0x7FC00001, 0xFFFFFFFF, 0x7F800001], np.uint32).view(np.float32)])
+    nans = np.concatenate(
+        [nans, np.array([0x7FC00001, 0xFFFFFFFF, 0x7F800001], np.uint32).view(np.float32)]
+    )
     assert np.all(order_key(nans) == KEY_NAN) and KEY_NAN == -(2**31) < KEY_NEG_INF
     assert order_key(np.array([np.nan])).tolist() == [KEY_NAN64]
     assert key_to_value(np.array([KEY_NEG_INF, 0, 1])).tolist()[0] == -np.inf
@@ -101,19 +115,23 @@ def test_weight():
     w = weight(x, 2.0)
     assert w.dtype == np.float64
     np.testing.assert_array_equal(w, [math.exp(-2.0), math.exp(-3.0), 0.0, 0.0, 1.0])
-    np.testing.assert_array_equal(weight(np.array([np.inf, 1.0, np.inf, np.nan]), np.inf), [1, 0, 1, 0])
+    np.testing.assert_array_equal(
+        weight(np.array([np.inf, 1.0, np.inf, np.nan]), np.inf), [1, 0, 1, 0]
+    )
     np.testing.assert_array_equal(weight(np.array([-np.inf, np.nan]), -np.inf), [0, 0])
 
 
 # -------------------------------------------------------------------------------------- ndtri
 def test_ndtri_against_scipy():
     special = pytest.importorskip("scipy.special")
-    p = np.concatenate([
-        np.logspace(-300, -1, 1500),
-        np.linspace(1e-3, 1 - 1e-3, 4001),
-        1 - np.logspace(-16, -1, 800),
-        [1e-12, 1 - 1e-12, 0.25, 0.75, 0.5, 0.5 + 1e-12, 0.5 - 1e-15, 0.5 + 2**-53, 0.3, 0.7],
-    ])
+    p = np.concatenate(
+        [
+            np.logspace(-300, -1, 1500),
+            np.linspace(1e-3, 1 - 1e-3, 4001),
+            1 - np.logspace(-16, -1, 800),
+            [1e-12, 1 - 1e-12, 0.25, 0.75, 0.5, 0.5 + 1e-12, 0.5 - 1e-15, 0.5 + 2**-53, 0.3, 0.7],
+        ]
+    )
     got = ndtri_array(p)
     want = special.ndtri(p)
     rel = np.abs(got - want) / np.maximum(np.abs(want), 1e-300)

@@ -55,8 +55,16 @@ def test_cases_small_vocab(cap):
 
 @pytest.mark.parametrize("cap", [4096, 64])
 def test_cases_large_vocab(cap):
-    fams = ["zipf", "gaussian", "tied_boundary", "sorted_asc", "grammar", "posinf", "quantised2",
-            "peaked"]
+    fams = [
+        "zipf",
+        "gaussian",
+        "tied_boundary",
+        "sorted_asc",
+        "grammar",
+        "posinf",
+        "quantised2",
+        "peaked",
+    ]
     stats: collections.Counter = collections.Counter()
     for case in gen.cases((32001,), ("float32",), seed=1, families=fams):
         try:
@@ -208,13 +216,25 @@ def _tiny(draw):
     vals = draw(st.lists(st.sampled_from(pool), min_size=B * V, max_size=B * V))
     dtype = draw(st.sampled_from([np.float32, np.float16, np.float64]))
     x = np.array(vals, dtype=np.float64).reshape(B, V).astype(dtype)
-    k = draw(st.one_of(st.none(), st.integers(-1, V + 1),
-                       st.lists(st.integers(-1, V + 1), min_size=B, max_size=B).map(
-                           lambda a: np.array(a, np.int64))))
-    p_el = st.sampled_from([0.0, 1e-9, 0.1, 0.25, 0.3, 0.5, 0.6, 0.75, 0.9, 1 - 1e-7, 1.0,
-                            math.nan, -1.0, 2.0])
-    p = draw(st.one_of(st.none(), p_el, st.lists(p_el, min_size=B, max_size=B).map(
-        lambda a: np.array(a, np.float64))))
+    k = draw(
+        st.one_of(
+            st.none(),
+            st.integers(-1, V + 1),
+            st.lists(st.integers(-1, V + 1), min_size=B, max_size=B).map(
+                lambda a: np.array(a, np.int64)
+            ),
+        )
+    )
+    p_el = st.sampled_from(
+        [0.0, 1e-9, 0.1, 0.25, 0.3, 0.5, 0.6, 0.75, 0.9, 1 - 1e-7, 1.0, math.nan, -1.0, 2.0]
+    )
+    p = draw(
+        st.one_of(
+            st.none(),
+            p_el,
+            st.lists(p_el, min_size=B, max_size=B).map(lambda a: np.array(a, np.float64)),
+        )
+    )
     cap = draw(st.sampled_from([1, 2, 3, 8, 4096]))
     block = draw(st.sampled_from([1, 2, 5, 4096]))
     return x, k, p, cap, block
@@ -228,8 +248,12 @@ def test_mirror_tiny_rows_hypothesis(args):
 
 
 @settings(max_examples=150)
-@given(st.integers(0, 2**32 - 1), st.integers(2, 300), st.sampled_from([1, 4, 16, 4096]),
-       st.sampled_from([1, 3, 8, 64]))
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(2, 300),
+    st.sampled_from([1, 4, 16, 4096]),
+    st.sampled_from([1, 3, 8, 64]),
+)
 def test_mirror_random_rows_hypothesis(seed, V, levels, cap):
     rng = np.random.default_rng(seed)
     x = gen.quantised(gen.gaussian_logits(2, V, 2.0, rng), levels)

@@ -24,11 +24,13 @@ P_EDGES = [0.0, -0.5, 1e-9, 0.1, 0.25, 0.3, 0.5, 0.6, 0.75, 0.9, 1 - 1e-7, 1.0, 
 
 def brute_order(vals: list[float], mode: str = "largest") -> list[int]:
     """Rank order by explicit sorting: value (desc or asc), then index; NaN last."""
+
     def key(i: int):
         v = vals[i]
         if isinstance(v, float) and math.isnan(v):
             return (1, 0.0, i)
         return (0, -v if mode == "largest" else v, i)
+
     return sorted(range(len(vals)), key=key)
 
 
@@ -75,11 +77,21 @@ def rows(draw, max_v: int = 8):
     dtype = draw(st.sampled_from([np.float32, np.float16, np.float64]))
     x = np.array(vals, dtype=np.float64).reshape(B, V).astype(dtype)
     k_el = st.integers(-2, V + 2)
-    k = draw(st.one_of(st.none(), k_el,
-                       st.lists(k_el, min_size=B, max_size=B).map(lambda a: np.array(a, np.int64))))
+    k = draw(
+        st.one_of(
+            st.none(),
+            k_el,
+            st.lists(k_el, min_size=B, max_size=B).map(lambda a: np.array(a, np.int64)),
+        )
+    )
     p_el = st.sampled_from(P_EDGES)
-    p = draw(st.one_of(st.none(), p_el,
-                       st.lists(p_el, min_size=B, max_size=B).map(lambda a: np.array(a, np.float64))))
+    p = draw(
+        st.one_of(
+            st.none(),
+            p_el,
+            st.lists(p_el, min_size=B, max_size=B).map(lambda a: np.array(a, np.float64)),
+        )
+    )
     return x, k, p
 
 
@@ -170,6 +182,8 @@ def test_spec_examples():
 
 
 def test_row_params():
-    k, p = oracle.row_params(np.array([0, 1, 5, 6, -3]), np.array([0.0, 1.0, np.nan, 0.5, -1]), 5, 6)
+    k, p = oracle.row_params(
+        np.array([0, 1, 5, 6, -3]), np.array([0.0, 1.0, np.nan, 0.5, -1]), 5, 6
+    )
     assert k.tolist() == [1, 1, 5, 0, 1]
     assert np.isnan(p[:3]).all() and p[3] == 0.5 and np.isnan(p[4])

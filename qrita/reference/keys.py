@@ -127,7 +127,11 @@ def weight(x: np.ndarray, row_max: float) -> np.ndarray:
     ndarray, float64, same shape as x
     """
     x = np.asarray(x)
-    xf = x.astype(np.float32).astype(np.float64) if x.dtype.name == "bfloat16" else x.astype(np.float64)
+    xf = (
+        x.astype(np.float32).astype(np.float64)
+        if x.dtype.name == "bfloat16"
+        else x.astype(np.float64)
+    )
     if row_max == np.inf:
         return (xf == np.inf).astype(np.float64)
     w = np.zeros(xf.shape, dtype=np.float64)

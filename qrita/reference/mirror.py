@@ -133,7 +133,9 @@ class _WorkingSet:
     """Entries a search runs over: keys (int64) and weights (float64) in index order, plus the
     count and mass of the entries above the set that are not in it (carried in)."""
 
-    def __init__(self, keys: np.ndarray, w: np.ndarray | None, base_c: int = 0, base_m: float = 0.0):
+    def __init__(
+        self, keys: np.ndarray, w: np.ndarray | None, base_c: int = 0, base_m: float = 0.0
+    ):
         self.keys = keys
         self.w = w
         self.base_c = base_c
@@ -432,7 +434,11 @@ def _row(
             # copies of T_p among the survivors (T_p == T_k: capped at the top-k tie budget)
             surv_T = keep_sub & (sub_keys == Tp.key)
             copies = int(np.count_nonzero(surv_T))
-            w_tp = float(weight(key_to_value(np.array([Tp.key]), nbits), row_max)[0]) if Tp.key != nan_key else 0.0
+            w_tp = (
+                float(weight(key_to_value(np.array([Tp.key]), nbits), row_max)[0])
+                if Tp.key != nan_key
+                else 0.0
+            )
             budget_p = _p_budget(Tp, target, w_tp, copies)
             rep.boundary_p, rep.tie_budget_p = Tp.key, budget_p
             tr = np.cumsum(surv_T) - 1
@@ -493,8 +499,9 @@ def top_k_top_p_mask(
         if V == 0:
             reports.append(RowReport())
             continue
-        keep[b], rep = _row(x2[b], int(k_rows[b]), float(p_rows[b]), block=block, cap=cap,
-                            oversample=oversample)
+        keep[b], rep = _row(
+            x2[b], int(k_rows[b]), float(p_rows[b]), block=block, cap=cap, oversample=oversample
+        )
         reports.append(rep)
     out = x2.copy()
     out[~keep] = fill

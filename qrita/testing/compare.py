@@ -28,7 +28,9 @@ def _as_2d(a: np.ndarray) -> np.ndarray:
     return a.reshape(1, -1) if a.ndim == 1 else a
 
 
-def assert_mask_matches(out, logits, k=None, p=None, fill: float = -np.inf, margin: float = 1e-6) -> None:
+def assert_mask_matches(
+    out, logits, k=None, p=None, fill: float = -np.inf, margin: float = 1e-6
+) -> None:
     """Assert that ``out`` is a valid top-k-then-top-p mask of ``logits`` (docs/spec.md).
 
     Parameters
@@ -82,18 +84,24 @@ def assert_mask_matches(out, logits, k=None, p=None, fill: float = -np.inf, marg
             elif np.isnan(pb):
                 why = "top-p is off for this row: top-k decisions are exact"
             elif rank[i] >= n_surv:
-                why = f"not a top-k survivor (rank {rank[i]} >= {n_surv}): top-k decisions are exact"
+                why = (
+                    f"not a top-k survivor (rank {rank[i]} >= {n_surv}): top-k decisions are exact"
+                )
             elif before is None:
                 why = "the survivors' mass is undefined: top-p keeps every survivor"
             elif rank[i] == 0:
                 why = "the first entry of the order is always kept"
             elif abs(before[rank[i]] - pb) > margin:
-                why = (f"top-p decision differs where the exact mass before the entry, "
-                       f"{before[rank[i]]!r}, is not within {margin} of p={pb!r}")
+                why = (
+                    f"top-p decision differs where the exact mass before the entry, "
+                    f"{before[rank[i]]!r}, is not within {margin} of p={pb!r}"
+                )
             if why is not None:
                 n_err += 1
                 if len(errors) < _MAX_REPORTED:
-                    errors.append(f"row {b}, index {i}: oracle {w2[b, i]!r}, got {o2[b, i]!r}: {why}")
+                    errors.append(
+                        f"row {b}, index {i}: oracle {w2[b, i]!r}, got {o2[b, i]!r}: {why}"
+                    )
         # the kept set must be a prefix of the order (entries equal to fill are ambiguous: skipped)
         surv = ordr[:n_surv]
         clear = xb[b, surv] != fill_bits
@@ -106,15 +114,18 @@ def assert_mask_matches(out, logits, k=None, p=None, fill: float = -np.inf, marg
                 n_err += 1
                 errors.append(
                     f"row {b}: kept set is not a prefix of the order: index {surv[last_kept]} (rank "
-                    f"{last_kept}) kept after index {surv[first_drop]} (rank {first_drop}) dropped")
+                    f"{last_kept}) kept after index {surv[first_drop]} (rank {first_drop}) dropped"
+                )
     if n_err:
         more = f" (and {n_err - len(errors)} more)" if n_err > len(errors) else ""
-        raise AssertionError(f"mask differs from the oracle (k={k!r}, p={p!r}):\n  "
-                             + "\n  ".join(errors) + more)
+        raise AssertionError(
+            f"mask differs from the oracle (k={k!r}, p={p!r}):\n  " + "\n  ".join(errors) + more
+        )
 
 
-def assert_topk_matches(values, indices, x, k: int, axis: int = -1, mode: str = "largest",
-                        sorted: bool = True) -> None:
+def assert_topk_matches(
+    values, indices, x, k: int, axis: int = -1, mode: str = "largest", sorted: bool = True
+) -> None:
     """Assert that (values, indices) is exactly the oracle's ``top_k(x, k, axis, mode, sorted)``.
 
     Indices must be equal (any integer dtype), values bit-identical with x's dtype.
@@ -123,7 +134,8 @@ def assert_topk_matches(values, indices, x, k: int, axis: int = -1, mode: str = 
     ref = oracle.top_k(x, k, axis=axis, mode=mode, sorted=sorted)
     if indices.shape != ref.indices.shape or values.shape != ref.values.shape:
         raise AssertionError(
-            f"shapes values {values.shape}, indices {indices.shape}; expected {ref.indices.shape}")
+            f"shapes values {values.shape}, indices {indices.shape}; expected {ref.indices.shape}"
+        )
     if indices.dtype.kind not in "iu":
         raise AssertionError(f"indices dtype {indices.dtype} is not an integer dtype")
     if not np.array_equal(indices.astype(np.int64), ref.indices):
@@ -132,7 +144,8 @@ def assert_topk_matches(values, indices, x, k: int, axis: int = -1, mode: str = 
         raise AssertionError(
             f"top_k indices differ at {len(pos)} positions; first {first}: got "
             f"{indices[first]}, expected {ref.indices[first]} (k={k}, axis={axis}, mode={mode}, "
-            f"sorted={sorted})")
+            f"sorted={sorted})"
+        )
     if values.dtype != x.dtype:
         raise AssertionError(f"values dtype {values.dtype}, expected {x.dtype}")
     if x.dtype.kind == "f":
@@ -140,4 +153,6 @@ def assert_topk_matches(values, indices, x, k: int, axis: int = -1, mode: str = 
     else:
         same = np.array_equal(values, ref.values)
     if not same:
-        raise AssertionError(f"top_k values differ from x at the indices (k={k}, axis={axis}, mode={mode})")
+        raise AssertionError(
+            f"top_k values differ from x at the indices (k={k}, axis={axis}, mode={mode})"
+        )

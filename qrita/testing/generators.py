@@ -73,7 +73,9 @@ def as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
 
 
 # --------------------------------------------------------------------------------- base workloads
-def zipf_logits(B: int, V: int, s: float = 1.1, rng: np.random.Generator | int | None = None) -> np.ndarray:
+def zipf_logits(
+    B: int, V: int, s: float = 1.1, rng: np.random.Generator | int | None = None
+) -> np.ndarray:
     """Log-probabilities of a Zipf(s) distribution over V tokens, permuted independently per row.
 
     The typical LLM workload: ``logits[b, perm_b[r]] = log(r**-s / H)`` for ranks r = 1..V, with H
@@ -91,7 +93,9 @@ def zipf_logits(B: int, V: int, s: float = 1.1, rng: np.random.Generator | int |
     return np.ascontiguousarray(rng.permuted(base, axis=1))
 
 
-def gaussian_logits(B: int, V: int, sigma: float = 2.0, rng: np.random.Generator | int | None = None) -> np.ndarray:
+def gaussian_logits(
+    B: int, V: int, sigma: float = 2.0, rng: np.random.Generator | int | None = None
+) -> np.ndarray:
     """I.i.d. N(0, sigma^2) logits (the case the σ-truncation is designed for).
 
     Returns
@@ -124,7 +128,11 @@ def quantised(x: np.ndarray, levels: int) -> np.ndarray:
     hi = np.where(np.isfinite(hi), hi, 0.0)
     span = np.where(hi > lo, hi - lo, 1.0)
     n = max(int(levels) - 1, 1)
-    q = np.round((xf - lo) / span * n) / n * span + lo if levels > 1 else np.broadcast_to(lo, xf.shape)
+    q = (
+        np.round((xf - lo) / span * n) / n * span + lo
+        if levels > 1
+        else np.broadcast_to(lo, xf.shape)
+    )
     out = np.where(fin, q, xf)
     return out.astype(x.dtype)
 
@@ -173,7 +181,9 @@ def all_equal_rows(B: int, V: int, value: float = 0.0) -> np.ndarray:
     return np.full((B, V), value, dtype=np.float32)
 
 
-def grammar_rows(B: int, V: int, frac: float, rng: np.random.Generator | int | None = None) -> np.ndarray:
+def grammar_rows(
+    B: int, V: int, frac: float, rng: np.random.Generator | int | None = None
+) -> np.ndarray:
     """Gaussian rows with ``round(frac * V)`` entries per row set to -inf (a grammar / logit-bias mask).
 
     ``frac = 1`` gives all -inf rows (the mass is undefined: top-p keeps everything).
@@ -190,7 +200,9 @@ def grammar_rows(B: int, V: int, frac: float, rng: np.random.Generator | int | N
     return x
 
 
-def inject_nan(x: np.ndarray, frac: float, rng: np.random.Generator | int | None = None) -> np.ndarray:
+def inject_nan(
+    x: np.ndarray, frac: float, rng: np.random.Generator | int | None = None
+) -> np.ndarray:
     """A copy of ``x`` (..., V) with ``max(1, round(frac * V))`` NaNs per row at random places."""
     rng = as_rng(rng)
     out = np.array(x, copy=True)
@@ -202,7 +214,9 @@ def inject_nan(x: np.ndarray, frac: float, rng: np.random.Generator | int | None
     return out
 
 
-def inject_posinf(x: np.ndarray, count: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
+def inject_posinf(
+    x: np.ndarray, count: int, rng: np.random.Generator | int | None = None
+) -> np.ndarray:
     """A copy of ``x`` (..., V) with ``count`` +inf entries per row (they share all the mass)."""
     rng = as_rng(rng)
     out = np.array(x, copy=True)
@@ -251,7 +265,9 @@ def five_zeros_rows(B: int, V: int) -> np.ndarray:
     return x
 
 
-def sorted_rows(B: int, V: int, ascending: bool = True, rng: np.random.Generator | int | None = None) -> np.ndarray:
+def sorted_rows(
+    B: int, V: int, ascending: bool = True, rng: np.random.Generator | int | None = None
+) -> np.ndarray:
     """Gaussian rows sorted along the row. Ascending rows put the row's smallest values in the first
     tile, so the σ-cutoff estimated from it is far too low (the fallback must catch it).
 
@@ -263,7 +279,9 @@ def sorted_rows(B: int, V: int, ascending: bool = True, rng: np.random.Generator
     return np.ascontiguousarray(x if ascending else x[:, ::-1])
 
 
-def peaked_rows(B: int, V: int, gap: float = 100.0, rng: np.random.Generator | int | None = None) -> np.ndarray:
+def peaked_rows(
+    B: int, V: int, gap: float = 100.0, rng: np.random.Generator | int | None = None
+) -> np.ndarray:
     """Gaussian rows with one entry ``gap`` above the row max (exp(x) of the rest underflows
     float32 without the max subtraction; the peak holds all the mass).
 
@@ -291,8 +309,20 @@ def extreme_rows(B: int, V: int, rng: np.random.Generator | int | None = None) -
     rng = as_rng(rng)
     f32 = np.finfo(np.float32)
     specials = np.array(
-        [f32.max, -f32.max, f32.smallest_subnormal, -f32.smallest_subnormal, 0.0, -0.0, 1.0, -1.0,
-         f32.tiny, -f32.tiny, 1e30, -1e30],
+        [
+            f32.max,
+            -f32.max,
+            f32.smallest_subnormal,
+            -f32.smallest_subnormal,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f32.tiny,
+            -f32.tiny,
+            1e30,
+            -1e30,
+        ],
         dtype=np.float32,
     )
     x = gaussian_logits(B, V, 2.0, rng)
@@ -342,9 +372,23 @@ def _family_batches(V: int, rng: np.random.Generator) -> list[tuple[str, np.ndar
 
 
 FAMILIES: tuple[str, ...] = (
-    "zipf", "gaussian", "quantised8", "quantised2", "all_equal", "grammar", "nan", "all_nan",
-    "posinf", "inf_nan_mix", "tied_boundary", "five_zeros", "sorted_asc", "sorted_desc", "peaked",
-    "extremes", "two_level",
+    "zipf",
+    "gaussian",
+    "quantised8",
+    "quantised2",
+    "all_equal",
+    "grammar",
+    "nan",
+    "all_nan",
+    "posinf",
+    "inf_nan_mix",
+    "tied_boundary",
+    "five_zeros",
+    "sorted_asc",
+    "sorted_desc",
+    "peaked",
+    "extremes",
+    "two_level",
 )
 
 
@@ -361,7 +405,9 @@ def _kp_list(V: int, B: int, family: str) -> list[tuple[Any, Any]]:
     kp.append((_cycle([0, 1, max(V // 2, 1), 50, V + 5, 3, -1], B, np.int64), None))
     kp.append((None, _cycle([0.0, 0.3, 0.9, math.nan, 1.0, 0.99, 1e-9], B, np.float64)))
     kp += [(50, 0.5), (1, 0.9), (max(V - 1, 0), 1.0 - 1e-7), (3, 1e-9), (50, 0.0)]
-    kp.append((_cycle([50, 0, 2, V - 1], B, np.int64), _cycle([0.9, 0.5, math.nan, 0.999], B, np.float64)))
+    kp.append(
+        (_cycle([50, 0, 2, V - 1], B, np.int64), _cycle([0.9, 0.5, math.nan, 0.999], B, np.float64))
+    )
     return kp
 
 
