@@ -42,6 +42,13 @@ def _assert_same(out, want: np.ndarray) -> None:
     np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
 
 
+@pytest.fixture(autouse=True)
+def _on_cpu():
+    """Every array these tests create lives on JAX's CPU device, even where JAX has a GPU."""
+    with jax.default_device(CPU):
+        yield
+
+
 def _api():
     if not hasattr(qrita, "top_k_top_p_mask"):
         pytest.skip("qrita.top_k_top_p_mask is not available yet (qrita/_api.py missing)")

@@ -141,8 +141,11 @@ def _host_masks(x, *arrays, k_static, p_static, has_k, has_p, fill):
 def _gpu_masks_callback(ctx, out, x, *arrays, k_static, p_static, has_k, has_p, fill):
     import torch
 
-    t = _torch_view(out)  # aliased to x: it already holds the logits
+    t = _torch_view(out)  # normally aliased to x (it already holds the logits)
     with _on_xla_stream(ctx, t.device):
+        tx = _torch_view(x)
+        if tx.data_ptr() != t.data_ptr():  # not aliased (e.g. under vmap): copy on XLA's stream
+            t.copy_(tx)
         arrays = list(arrays)
         k = _torch_view(arrays.pop(0)).to(torch.int64) if has_k else k_static
         p = _torch_view(arrays.pop(0)) if has_p else p_static
