@@ -8,6 +8,11 @@ import os
 import numpy as np
 import pytest
 
+# Without a GPU device node, Triton kernels run under the interpreter. The choice is read when
+# triton is first imported, so it is made here, before any test module imports it.
+if not (os.path.exists("/dev/nvidia0") or os.path.exists("/dev/kfd")):
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 try:
     from hypothesis import HealthCheck, settings
 except ImportError:  # hypothesis is a test extra; the suite's own tests do not all need it

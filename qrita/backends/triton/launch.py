@@ -1,16 +1,22 @@
-"""Launch wrappers: shapes, grid, block sizes and scratch for the Triton kernels."""
+"""Launch wrappers: segment layout, block sizes, scratch buffers and the three launches."""
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 
 import torch
 
-from qrita.backends.triton.mask_kernels import top_k_top_p_mask_kernel
+from qrita.backends.triton.pipeline import (
+    candidates_kernel,
+    threshold_kernel,
+    write_mask_kernel,
+    write_select_kernel,
+)
 
-__all__ = ["MaskConfig", "mask_config", "launch_mask", "interpreting"]
+__all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "interpreting"]
+
+ROW_INFO = 8  # per row: mode, boundary key, tie budget, candidates, pivot rounds
 
 
 def interpreting() -> bool:
@@ -18,81 +24,135 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-@dataclass(frozen=True)
-class MaskConfig:
-    """Launch parameters of the mask kernel. They change speed, never the answer."""
-
-    block: int  # tile of the streaming passes
-    cap: int  # scratch entries per program
-    num_warps: int
-    programs_per_sm: int
-    oversample: float = 4.0
-
-
-@functools.lru_cache(maxsize=None)
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-def mask_config(dtype: torch.dtype, vocab: int, batch: int) -> MaskConfig:
-    """Launch parameters by dtype, V and B (a table, measured on the H200; see BENCHMARKS.md)."""
-    if interpreting():
-        return MaskConfig(block=256, cap=256, num_warps=4, programs_per_sm=1)
-    block = 2048 if dtype == torch.float32 else 4096
-    block = min(block, max(256, triton_next_pow2(vocab)))
-    return MaskConfig(block=block, cap=4096, num_warps=8, programs_per_sm=2)
-
-
-def triton_next_pow2(n: int) -> int:
+def next_pow2(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def _program_count(x: torch.Tensor, batch: int, cfg: MaskConfig) -> int:
-    if x.device.type != "cuda":
-        return min(batch, 4)
-    return max(1, min(batch, _sm_count(x.device.index or 0) * cfg.programs_per_sm))
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Launch parameters. They depend on V and dtype only (never on B, so a row's answer does not
+    depend on its batch) and change speed, never the answer."""
+
+    block: int  # streaming tile of the segment passes
+    seg_len: int  # entries per segment (a multiple of block)
+    nseg: int  # segments per row
+    nseg_p2: int  # nseg rounded up to a power of two
+    cap_seg: int  # candidate slots per segment; nseg_p2 * cap_seg = candidates in registers
+    sample: int  # first-tile sample of the σ-cutoff
+    warps_stream: int
+    warps_search: int
+    oversample: float = 4.0
+
+    @property
+    def cap(self) -> int:
+        return self.nseg_p2 * self.cap_seg
 
 
-def launch_mask(
-    x: torch.Tensor,
-    out: torch.Tensor,
-    k: int | torch.Tensor | None,
-    p: float | torch.Tensor | None,
-    fill: float,
-    *,
-    config: MaskConfig | None = None,
-    stats: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Launch the mask kernel on (B, V) rows with unit stride along V.
+def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
+    """The launch table (measured on the H200, BENCHMARKS.md)."""
+    if interpreting():
+        block, seg_min, max_segs, cap, sample = 128, 256, 64, 256, 128
+    else:
+        block = 2048 if dtype == torch.float32 else 4096
+        seg_min, max_segs, cap, sample = 8192, 64, 4096, 1024
+    block = min(block, next_pow2(vocab))
+    seg_len = max(seg_min, -(-vocab // max_segs))
+    seg_len = -(-seg_len // block) * block
+    seg_len = min(seg_len, -(-vocab // block) * block)
+    nseg = -(-vocab // seg_len)
+    nseg_p2 = next_pow2(nseg)
+    return PipelineConfig(block=block, seg_len=seg_len, nseg=nseg, nseg_p2=nseg_p2,
+                          cap_seg=max(cap // nseg_p2, 16), sample=min(sample, next_pow2(vocab)),
+                          warps_stream=4, warps_search=8)
 
-    Parameters
-    ----------
-    x, out : torch.Tensor (B, V), float32 / bfloat16 / float16; ``out`` may be ``x`` (in place)
-    k : None, int, or int tensor (B,) on x's device
-    p : None, float, or float tensor (B,) on x's device
-    stats : optional int32 tensor (B, 4) receiving per row: hit, candidates, pivot rounds, boundary key
-    """
-    batch, vocab = x.shape
-    cfg = config or mask_config(x.dtype, vocab, batch)
-    nprog = _program_count(x, batch, cfg)
-    cand_val = torch.empty((nprog, cfg.cap), dtype=torch.float32, device=x.device)
-    cand_idx = torch.empty((nprog, cfg.cap), dtype=torch.int32, device=x.device)
+
+def _flags(k, p):
     k_array = isinstance(k, torch.Tensor)
     p_array = isinstance(p, torch.Tensor)
-    dummy = cand_idx  # any pointer for absent arrays
-    top_k_top_p_mask_kernel[(nprog,)](
-        x, out,
-        k if k_array else dummy,
-        p if p_array else dummy,
-        cand_val, cand_idx,
-        stats if stats is not None else dummy,
-        batch, vocab, x.stride(0), out.stride(0),
-        0 if (k is None or k_array) else int(k),
-        0.0 if (p is None or p_array) else float(p),
-        float(fill),
-        HAS_K=k is not None, K_ARRAY=k_array, HAS_P=p is not None, P_ARRAY=p_array,
-        INPLACE=out.data_ptr() == x.data_ptr(), WRITE_STATS=stats is not None,
-        BLOCK=cfg.block, CAP=cfg.cap, OVERSAMPLE=cfg.oversample,
-        num_warps=cfg.num_warps,
+    return dict(HAS_K=k is not None, K_ARRAY=k_array, HAS_P=p is not None, P_ARRAY=p_array)
+
+
+def _scalar(v, default):
+    return default if (v is None or isinstance(v, torch.Tensor)) else v
+
+
+def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_info):
+    """Launches 1 and 2: candidates per segment, then the per-row search (and fallback)."""
+    batch, vocab = x.shape
+    dev = x.device
+    cand_val = torch.empty((batch, cfg.cap), dtype=torch.float32, device=dev)
+    cand_idx = torch.empty((batch, cfg.cap), dtype=torch.int32, device=dev)
+    seg_f = torch.empty((batch, cfg.nseg, 4), dtype=torch.float32, device=dev)
+    seg_i = torch.empty((batch, cfg.nseg, 8), dtype=torch.int32, device=dev)
+    seg_before = torch.empty((batch, cfg.nseg, 2), dtype=torch.int32, device=dev)
+    flags = _flags(k, p)
+    k_ptr = k if flags["K_ARRAY"] else seg_i
+    p_ptr = p if flags["P_ARRAY"] else seg_f
+    k_scalar = int(_scalar(k, 0))
+    p_scalar = float(_scalar(p, 0.0))
+    candidates_kernel[(batch, cfg.nseg)](
+        x, k_ptr, p_ptr, vocab, x.stride(0), cfg.seg_len, k_scalar, p_scalar,
+        cand_val, cand_idx, seg_f, seg_i,
+        **flags, SMALLEST=smallest, BLOCK=cfg.block, SAMPLE=cfg.sample, CAP_SEG=cfg.cap_seg,
+        NSEG_P2=cfg.nseg_p2, OVERSAMPLE=cfg.oversample, num_warps=cfg.warps_stream,
+    )
+    threshold_kernel[(batch,)](
+        x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
+        vocab, x.stride(0), out.stride(0) if out is not None else 0, k_scalar, p_scalar,
+        float(fill), cfg.nseg,
+        out if out is not None else x, sel_val if sel_val is not None else x,
+        sel_idx if sel_idx is not None else cand_idx, row_info, seg_before,
+        **flags, SMALLEST=smallest, SELECT=select, BLOCK=cfg.block, CAP_SEG=cfg.cap_seg,
+        NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_search,
+    )
+    return cand_val, cand_idx, seg_i, seg_before
+
+
+def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
+                row_info: torch.Tensor | None = None,
+                config: PipelineConfig | None = None) -> torch.Tensor:
+    """Top-k then top-p mask of (B, V) rows with unit stride along V into ``out`` (may be ``x``).
+
+    k / p : None, Python scalars or (B,) tensors on x's device. ``row_info`` : optional (B, 8)
+    int32 tensor receiving per row mode (0 keep all, 1 candidates, 2 fallback), boundary key,
+    tie budget, candidates and pivot rounds.
+    """
+    batch, vocab = x.shape
+    cfg = config or pipeline_config(vocab, x.dtype)
+    if row_info is None:
+        row_info = torch.empty((batch, ROW_INFO), dtype=torch.int32, device=x.device)
+    cand_val, cand_idx, seg_i, seg_before = _search(
+        x, k, p, cfg, smallest=False, select=False, out=out, sel_val=None, sel_idx=None,
+        fill=fill, row_info=row_info)
+    write_mask_kernel[(batch, cfg.nseg)](
+        x, cand_val, cand_idx, seg_i, row_info, seg_before,
+        vocab, x.stride(0), out.stride(0), cfg.seg_len, float(fill), out,
+        INPLACE=out.data_ptr() == x.data_ptr(), BLOCK=cfg.block, CAP_SEG=cfg.cap_seg,
+        NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream,
     )
     return out
+
+
+def launch_select(x: torch.Tensor, k: int, *, smallest: bool,
+                  row_info: torch.Tensor | None = None,
+                  config: PipelineConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first k entries of each row's order (1 <= k <= V), in index order.
+
+    Returns values (B, k) of x's dtype and indices (B, k) int64.
+    """
+    batch, vocab = x.shape
+    cfg = config or pipeline_config(vocab, x.dtype)
+    sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
+    sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
+    if row_info is None:
+        row_info = torch.empty((batch, ROW_INFO), dtype=torch.int32, device=x.device)
+    cand_val, cand_idx, seg_i, seg_before = _search(
+        x, k, None, cfg, smallest=smallest, select=True, out=None, sel_val=sel_val,
+        sel_idx=sel_idx, fill=0.0, row_info=row_info)
+    write_select_kernel[(batch, cfg.nseg)](
+        x, cand_val, cand_idx, seg_i, row_info, seg_before,
+        vocab, x.stride(0), cfg.seg_len, k, sel_val, sel_idx,
+        BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, SMALLEST=smallest,
+        num_warps=cfg.warps_stream,
+    )
+    return sel_val, sel_idx

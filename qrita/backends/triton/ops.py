@@ -1,17 +1,20 @@
 """Entry points of the Triton path, on torch tensors (CUDA / ROCm, or CPU under TRITON_INTERPRET=1).
 
-The public functions in :mod:`qrita._api` validate arguments once and call these.
+The public functions in :mod:`qrita._api` validate arguments once and call these. Nothing here
+synchronises with the host: every call can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
 
 import torch
 
-from qrita.backends.triton.launch import interpreting, launch_mask
+from qrita.backends.triton.launch import interpreting, launch_mask, launch_select
 
-__all__ = ["top_k_top_p_mask", "SUPPORTED_DTYPES"]
+__all__ = ["top_k_top_p_mask", "top_k", "rank_keys", "SUPPORTED_DTYPES"]
 
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+_INT32_MIN = -(2**31)
+_INT64_MIN = -(2**63)
 
 
 def _check_device(x: torch.Tensor) -> None:
@@ -32,13 +35,14 @@ def top_k_top_p_mask(
 
     Parameters
     ----------
-    logits : torch.Tensor (B, V), float32 / bfloat16 / float16 (float64 is computed in float32
-        keys only where exact: it is rejected here, the API routes it to the reference)
+    logits : torch.Tensor (B, V), float32 / bfloat16 / float16
     k : None, int, or integer tensor (B,) on logits' device
     p : None, float, or floating tensor (B,) on logits' device
     inplace : write into ``logits`` and return it
     fill : value of the masked entries
-    stats : optional int32 tensor (B, 4): hit, candidates, pivot rounds, boundary key per row
+    stats : optional int32 tensor (B, 8) receiving per row: mode (0 nothing to do, 1 the
+        σ-truncated candidates sufficed, 2 exact full-row fallback), boundary key, tie budget,
+        candidates, pivot rounds
 
     Returns
     -------
@@ -54,8 +58,58 @@ def top_k_top_p_mask(
         out = logits
     else:
         out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
-    launch_mask(src, out, k, p, fill, stats=stats)
+    launch_mask(src, out, k, p, fill, row_info=stats)
     if inplace and out is not logits:
         logits.copy_(out)
         return logits
     return out
+
+
+def rank_keys(values: torch.Tensor, *, smallest: bool) -> torch.Tensor:
+    """Integer keys whose descending order is the rank order (docs/algorithm.md §0): int32 for
+    float32/bfloat16/float16, int64 for float64 and integers."""
+    if values.dtype in SUPPORTED_DTYPES:
+        x = values.float()
+        x = torch.where(x == 0, torch.zeros_like(x), x)
+        bits = x.view(torch.int32)
+        key = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
+        nan_key = _INT32_MIN
+    elif values.dtype == torch.float64:
+        x = torch.where(values == 0, torch.zeros_like(values), values)
+        bits = x.view(torch.int64)
+        key = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFFFFFFFFFF)
+        nan_key = _INT64_MIN
+    else:  # integers: no NaN, and ~x reverses the order without overflow
+        key = values.to(torch.int64)
+        return ~key if smallest else key
+    if smallest:
+        key = ~key
+    return torch.where(values != values, torch.full_like(key, nan_key), key)
+
+
+def top_k(x: torch.Tensor, k: int, *, mode: str = "largest", sorted: bool = True):
+    """The first k entries of each row's order (docs/spec.md), 1 <= k <= V, on (B, V) rows.
+
+    float32 / bfloat16 / float16 run the Triton pipeline (σ-truncation, pivot search, tie
+    counting, then a sort of the k survivors when ``sorted``); float64 and integer rows take an
+    exact stable sort of order keys (correct, slower).
+
+    Returns
+    -------
+    values (B, k) of x's dtype, indices (B, k) int64
+    """
+    _check_device(x)
+    smallest = mode == "smallest"
+    if x.dtype in SUPPORTED_DTYPES:
+        src = x if x.stride(-1) == 1 else x.contiguous()
+        vals, idx = launch_select(src, k, smallest=smallest)
+        if sorted:
+            order = torch.sort(rank_keys(vals, smallest=smallest), dim=-1, descending=True,
+                               stable=True).indices
+            vals, idx = vals.gather(-1, order), idx.gather(-1, order)
+        return vals, idx
+    order = torch.sort(rank_keys(x, smallest=smallest), dim=-1, descending=True,
+                       stable=True).indices[:, :k]
+    if not sorted:
+        order = torch.sort(order, dim=-1).values
+    return x.gather(-1, order), order

@@ -3,8 +3,8 @@
 import triton
 import triton.language as tl
 
-KEY_NAN: tl.constexpr = -2147483648  # below the key of -inf (-2139095041)
-KEY_MAX: tl.constexpr = 2147483647
+KEY_NAN = tl.constexpr(-2147483648)  # below the key of -inf (-2139095041)
+KEY_MAX = tl.constexpr(2147483647)
 
 
 @triton.jit
@@ -115,7 +115,7 @@ def key_to_value(key):
 
 @triton.jit
 def full_row_round(row_ptr, V, piv, lo, hi, row_max, inf_mode, BLOCK: tl.constexpr,
-                   NEED_MASS: tl.constexpr):
+                   NEED_MASS: tl.constexpr, SMALLEST: tl.constexpr):
     """One read of the row: count (and mass) above each of 4 pivots, and the smallest and largest
     key inside (lo, hi] (to snap the interval onto occupied keys)."""
     counts = tl.zeros([4], dtype=tl.int32)
@@ -127,7 +127,7 @@ def full_row_round(row_ptr, V, piv, lo, hi, row_max, inf_mode, BLOCK: tl.constex
         offs = start + tl.arange(0, BLOCK)
         valid = offs < V
         x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
-        key = order_key(x)
+        key = rank_key(x, SMALLEST)
         above = valid[:, None] & (key[:, None] > piv32[None, :])
         counts += tl.sum(above.to(tl.int32), axis=0)
         if NEED_MASS:
@@ -137,3 +137,81 @@ def full_row_round(row_ptr, V, piv, lo, hi, row_max, inf_mode, BLOCK: tl.constex
         key_min = tl.minimum(key_min, tl.min(tl.where(inside, key, KEY_MAX), axis=0))
         key_max = tl.maximum(key_max, tl.max(tl.where(inside, key, KEY_NAN), axis=0))
     return counts, masses, key_min, key_max
+
+
+@triton.jit
+def rank_key(x, SMALLEST: tl.constexpr):
+    """Order key in the direction of the ranking: larger key = earlier in the order; NaN last."""
+    key = order_key(x)
+    if SMALLEST:
+        key = tl.where(key == KEY_NAN, KEY_NAN, ~key)
+    return key
+
+
+@triton.jit
+def kth_largest_key(keys, member, k, zero_i):
+    """The k-th largest key among ``member`` entries (1 <= k <= #members), by pivot search."""
+    lo = zero_i.to(tl.int64) + KEY_NAN - 1
+    hi = zero_i.to(tl.int64) + KEY_MAX
+    key, rounds = search_in_registers(keys, keys.to(tl.float32), member, lo, hi, zero_i,
+                                      zero_i.to(tl.float32), k, zero_i.to(tl.float32), False)
+    return key
+
+
+@triton.jit
+def sample_cutoff_key(row_ptr, V, k, k_on, p, SAMPLE: tl.constexpr, OVERSAMPLE: tl.constexpr,
+                      SMALLEST: tl.constexpr):
+    """σ-truncation cutoff (an order key) from the row's first SAMPLE entries.
+
+    top-k: Gaussian model, cutoff = mean + z·std with P(N(0,1) > z) = OVERSAMPLE·k/V_finite;
+    the sample itself checks the model: when the sample's count above that cutoff predicts fewer
+    than k or more than 8·OVERSAMPLE·k entries in the row, the sample's own order statistic at
+    rank OVERSAMPLE·k·SAMPLE/V replaces it (the row is not Gaussian).
+    top-p alone: tilted Gaussian, cutoff = mean + std² - std·z with P(N(0,1) > z) = (1-p)/OVERSAMPLE,
+    lowered to the sample's own top-p' threshold when that is lower.
+    Only speed depends on the cutoff: the answer is exact whatever it is.
+    """
+    offs = tl.arange(0, SAMPLE)
+    valid = offs < V
+    x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+    if SMALLEST:
+        x = -x
+    finite = valid & (tl.abs(x) < float("inf"))
+    n_finite = tl.sum(finite.to(tl.int32), axis=0)
+    n_valid = tl.sum(valid.to(tl.int32), axis=0)
+    denom = tl.maximum(n_finite, 1).to(tl.float32)
+    mean = tl.sum(tl.where(finite, x, 0.0), axis=0) / denom
+    dev = tl.where(finite, x - mean, 0.0)
+    std = tl.sqrt(tl.sum(dev * dev, axis=0) / tl.maximum(n_finite - 1, 1).to(tl.float32))
+    usable = (n_finite >= 2) & (std > 0.0) & (std < float("inf"))
+    frac_finite = n_finite.to(tl.float32) / n_valid.to(tl.float32)
+    keys = order_key(x)
+    zero_i = n_valid * 0
+    if k_on:
+        want = OVERSAMPLE * k.to(tl.float32)
+        frac = want / (V * tl.maximum(frac_finite, 1e-6))
+        cut = mean + std * upper_normal_quantile(tl.minimum(tl.maximum(frac, 1e-30), 0.999))
+        cut = tl.where(usable & (frac < 1.0), cut, -float("inf"))
+        cut_key = order_key(cut)
+        predicted = tl.sum((valid & (keys >= cut_key)).to(tl.float32), axis=0) * V / n_valid
+        if (predicted < k.to(tl.float32)) | (predicted > 8.0 * want):
+            rank = tl.minimum(tl.maximum(tl.ceil(want * n_valid / V), 1.0), n_valid.to(tl.float32))
+            cut_key = kth_largest_key(keys, valid, rank.to(tl.int32), zero_i)
+    else:
+        tail = tl.maximum((1.0 - p) / OVERSAMPLE, 1e-30)
+        cut = mean + std * std - std * upper_normal_quantile(tl.minimum(tail, 0.999))
+        cut = tl.where(usable, cut, -float("inf"))
+        cut_key = order_key(cut)
+        s_max = tl.max(tl.where(finite, x, -float("inf")), axis=0)
+        w = tl.where(finite, tl.exp(tl.where(finite, x, 0.0) - s_max), 0.0)
+        s_mass = tl.sum(w, axis=0)
+        p_safe = 1.0 - (1.0 - p) / OVERSAMPLE
+        if s_mass > 0.0:
+            lo = zero_i.to(tl.int64) + KEY_NAN - 1
+            hi = zero_i.to(tl.int64) + KEY_MAX
+            s_key, r = search_in_registers(keys, w, finite, lo, hi, zero_i, zero_i.to(tl.float32),
+                                           zero_i, p_safe * s_mass, True)
+            cut_key = tl.minimum(cut_key, s_key)
+    if SMALLEST:  # the cutoff value v of -x is -v of x: express it in rank_key(x, SMALLEST) space
+        cut_key = rank_key(-key_to_value(cut_key), True)
+    return cut_key

@@ -1,0 +1,112 @@
+"""Ahead-of-time compilation of every kernel variant for NVIDIA and AMD targets, without a GPU.
+
+CI uses this to prove the kernels build for Hopper, Blackwell, MI300 and MI350
+(``python -m qrita.backends.triton.aot``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import sys
+import time
+
+import triton
+from triton.backends.compiler import GPUTarget
+
+from qrita.backends.triton import pipeline
+
+__all__ = ["TARGETS", "DTYPES", "variants", "compile_all"]
+
+TARGETS = {
+    "sm90": GPUTarget("cuda", 90, 32),
+    "sm100": GPUTarget("cuda", 100, 32),
+    "gfx942": GPUTarget("hip", "gfx942", 64),
+    "gfx950": GPUTarget("hip", "gfx950", 64),
+}
+DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+FLAGS = ("HAS_K", "K_ARRAY", "HAS_P", "P_ARRAY")
+
+
+def variants():
+    """(name, flags) of the launches the API makes: top-k alone (scalar k), top-p alone (per-row
+    p), both (per-row k and p), and selection (top_k, both modes)."""
+    yield "mask_k", dict(HAS_K=True, K_ARRAY=False, HAS_P=False, P_ARRAY=False, SMALLEST=False,
+                         SELECT=False)
+    yield "mask_p", dict(HAS_K=False, K_ARRAY=False, HAS_P=True, P_ARRAY=True, SMALLEST=False,
+                         SELECT=False)
+    yield "mask_kp", dict(HAS_K=True, K_ARRAY=True, HAS_P=True, P_ARRAY=True, SMALLEST=False,
+                          SELECT=False)
+    yield "select_smallest", dict(HAS_K=True, K_ARRAY=False, HAS_P=False, P_ARRAY=False,
+                                  SMALLEST=True, SELECT=True)
+
+
+def _compile(fn, signature, constexprs, target, num_warps):
+    sig = dict(signature)
+    sig.update({name: "constexpr" for name in constexprs})
+    src = triton.compiler.ASTSource(fn=fn, signature=sig, constexprs=constexprs)
+    return triton.compile(src, target=target, options={"num_warps": num_warps})
+
+
+def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048,
+                cap_seg: int = 128, nseg_p2: int = 32, sample: int = 1024):
+    """Compile the pipeline's kernels for one variant; returns {kernel name: compiled}."""
+    ty = DTYPES[dtype]
+    kp = {name: flags[name] for name in FLAGS}
+    out = {}
+    out["candidates"] = _compile(pipeline.candidates_kernel, {
+        "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "V": "i32", "stride_x": "i64",
+        "seg_len": "i32", "k_scalar": "i64", "p_scalar": "fp32", "cand_val_ptr": "*fp32",
+        "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32"},
+        dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=block, SAMPLE=sample, CAP_SEG=cap_seg,
+             NSEG_P2=nseg_p2, OVERSAMPLE=4.0), target, 4)
+    out["threshold"] = _compile(pipeline.threshold_kernel, {
+        "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
+        "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",
+        "stride_x": "i64", "stride_out": "i64", "k_scalar": "i64", "p_scalar": "fp32",
+        "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}", "sel_val_ptr": f"*{ty}",
+        "sel_idx_ptr": "*i64", "row_i_ptr": "*i32", "seg_before_ptr": "*i32"},
+        dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"], BLOCK=block,
+             CAP_SEG=cap_seg, NSEG_P2=nseg_p2), target, 8)
+    common = {"x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
+              "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "seg_before_ptr": "*i32", "V": "i32",
+              "stride_x": "i64", "seg_len": "i32"}
+    if flags["SELECT"]:
+        out["write_select"] = _compile(pipeline.write_select_kernel, dict(
+            common, k="i32", sel_val_ptr=f"*{ty}", sel_idx_ptr="*i64"),
+            dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SMALLEST=flags["SMALLEST"]),
+            target, 4)
+    else:
+        sig = dict(common, stride_out="i64", fill="fp32", out_ptr=f"*{ty}")
+        sig = {k: sig[k] for k in ["x_ptr", "cand_val_ptr", "cand_idx_ptr", "seg_i_ptr",
+                                   "row_i_ptr", "seg_before_ptr", "V", "stride_x", "stride_out",
+                                   "seg_len", "fill", "out_ptr"]}
+        out["write_mask"] = _compile(pipeline.write_mask_kernel, sig,
+                                     dict(INPLACE=False, BLOCK=block, CAP_SEG=cap_seg,
+                                          NSEG_P2=nseg_p2), target, 4)
+    return out
+
+
+def _one(job):
+    name, dtype, (vname, flags) = job
+    t0 = time.time()
+    kernels = compile_all(TARGETS[name], dtype, flags)
+    sizes = []
+    for kname, kernel in kernels.items():
+        binary = "cubin" if "cubin" in kernel.asm else "hsaco"
+        sizes.append(f"{kname}={len(kernel.asm[binary])}")
+    return f"built {name:7s} {dtype:9s} {vname:16s} {' '.join(sizes)} bytes {time.time() - t0:.1f}s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    targets = (argv if argv is not None else sys.argv[1:]) or list(TARGETS)
+    jobs = [(name, dtype, v) for name in targets for dtype in DTYPES for v in variants()]
+    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    with concurrent.futures.ProcessPoolExecutor(workers) as pool:
+        for line in pool.map(_one, jobs):
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,387 @@
+"""``@triton.jit`` kernels of the three-launch pipeline (docs/algorithm.md). Imports triton only.
+
+1. ``candidates_kernel``, grid (B, S): each program streams one segment of a row (segments depend
+   on V only, so results never depend on the batch), applies the σ-cutoff of its row, compacts
+   its candidates into its own scratch slots and writes the segment's max, mass and counts.
+2. ``threshold_kernel``, grid (B,): merges the segments in a fixed order, runs the quaternary
+   pivot search and tie counting on the candidates (registers), and writes per row the boundary
+   key, tie budget and, per segment, how many ties / kept entries come before it. A row whose
+   candidates do not suffice takes the exact full-row fallback here and writes its own output.
+3. ``write_mask_kernel`` / ``write_select_kernel``, grid (B, S): each program writes its segment:
+   fill, then the kept candidates (mask), or the kept candidates at their ranks (selection).
+
+Kernel arguments: inputs, runtime scalars and strides, outputs, then constexprs.
+"""
+
+import triton
+import triton.language as tl
+
+from qrita.backends.triton.fallback import (
+    full_row_search,
+    top_p_budget,
+    write_row_decide,
+    write_row_select,
+)
+from qrita.backends.triton.primitives import (
+    KEY_MAX,
+    KEY_NAN,
+    key_to_value,
+    rank_key,
+    sample_cutoff_key,
+    search_in_registers,
+    weights_of,
+)
+
+SEG_F: tl.constexpr = tl.constexpr(4)  # per segment floats: max, mass, candidate mass, -
+SEG_I: tl.constexpr = tl.constexpr(8)  # per segment ints: candidates, +inf, +inf candidates, max key, cutoff key
+ROW_I: tl.constexpr = tl.constexpr(8)  # per row ints: mode, T, budget, candidates, rounds
+
+
+@triton.jit
+def row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i, HAS_K: tl.constexpr,
+               K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr):
+    """Per-row k (0 = off) and p after rules 2-3; p <= 0 becomes k = 1."""
+    k = zero_i
+    if HAS_K:
+        if K_ARRAY:
+            k_raw = tl.load(k_ptr + row).to(tl.int64)
+        else:
+            k_raw = zero_i.to(tl.int64) + k_scalar
+        k = tl.where((k_raw > 0) & (k_raw < V), k_raw, 0).to(tl.int32)
+    p = zero_i.to(tl.float32) + 2.0
+    if HAS_P:
+        if P_ARRAY:
+            p = tl.load(p_ptr + row).to(tl.float32)
+        else:
+            p = zero_i.to(tl.float32) + p_scalar
+    p_on = (p < 1.0) & (p == p)
+    p_zero = p_on & (p <= 0.0)
+    k = tl.where(p_zero, 1, k)
+    p_on = p_on & (p > 0.0)
+    return k, k > 0, p, p_on
+
+
+@triton.jit
+def candidates_kernel(
+    x_ptr, k_ptr, p_ptr,
+    V, stride_x, seg_len, k_scalar, p_scalar,
+    cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+    HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
+    SMALLEST: tl.constexpr, BLOCK: tl.constexpr, SAMPLE: tl.constexpr, CAP_SEG: tl.constexpr,
+    NSEG_P2: tl.constexpr, OVERSAMPLE: tl.constexpr,
+):
+    """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
+
+    x_ptr : (B, V) logits, unit stride along V; k_ptr / p_ptr : (B,) when K_ARRAY / P_ARRAY
+    cand_val_ptr / cand_idx_ptr : (B, NSEG_P2, CAP_SEG) float32 / int32 (a row owns NSEG_P2 x
+    CAP_SEG slots, which the fallback reuses as its scratch)
+    seg_f_ptr : (B, S, 4) float32; seg_i_ptr : (B, S, 8) int32
+    """
+    row = tl.program_id(0)
+    seg = tl.program_id(1)
+    nseg = tl.num_programs(1)
+    zero_i = row * 0
+    slot = (zero_i.to(tl.int64) + row) * nseg + seg
+    row_x = x_ptr + (zero_i.to(tl.int64) + row) * stride_x
+    cand_slot = (zero_i.to(tl.int64) + row) * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
+    cand_val = cand_val_ptr + cand_slot
+    cand_idx = cand_idx_ptr + cand_slot
+    k, k_on, p, p_on = row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i,
+                                  HAS_K, K_ARRAY, HAS_P, P_ARRAY)
+    seg_max = zero_i.to(tl.float32) - float("inf")
+    seg_mass = zero_i.to(tl.float32)
+    cand_mass = zero_i.to(tl.float32)
+    n_cand = zero_i
+    n_inf = zero_i
+    n_inf_cand = zero_i
+    key_max = zero_i + KEY_NAN
+    cutoff_key = zero_i + KEY_NAN
+    if k_on | p_on:
+        cutoff_key = sample_cutoff_key(row_x, V, k, k_on, p, SAMPLE, OVERSAMPLE, SMALLEST)
+        seg_start = seg * seg_len
+        for off in range(0, seg_len, BLOCK):
+            offs = seg_start + off + tl.arange(0, BLOCK)
+            valid = offs < V
+            x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
+            key = rank_key(x, SMALLEST)
+            key_max = tl.maximum(key_max, tl.max(tl.where(valid, key, KEY_NAN), axis=0))
+            is_cand = valid & (key >= cutoff_key)
+            if HAS_P:
+                finite = valid & (tl.abs(x) < float("inf"))
+                new_max = tl.maximum(seg_max, tl.max(tl.where(finite, x, -float("inf")), axis=0))
+                scale = tl.where(seg_max > -float("inf"), tl.exp(seg_max - new_max), 0.0)
+                e = tl.where(finite, tl.exp(tl.where(finite, x, 0.0) - new_max), 0.0)
+                seg_mass = seg_mass * scale + tl.sum(e, axis=0)
+                cand_mass = cand_mass * scale + tl.sum(tl.where(is_cand, e, 0.0), axis=0)
+                seg_max = new_max
+                is_inf = valid & (x == float("inf"))
+                n_inf += tl.sum(is_inf.to(tl.int32), axis=0)
+                n_inf_cand += tl.sum((is_inf & is_cand).to(tl.int32), axis=0)
+            pos = n_cand + tl.cumsum(is_cand.to(tl.int32), axis=0) - 1
+            keep_slot = is_cand & (pos < CAP_SEG)
+            tl.store(cand_val + pos, x, mask=keep_slot)
+            tl.store(cand_idx + pos, offs, mask=keep_slot)
+            n_cand += tl.sum(is_cand.to(tl.int32), axis=0)
+    tl.store(seg_f_ptr + slot * SEG_F + 0, seg_max)
+    tl.store(seg_f_ptr + slot * SEG_F + 1, seg_mass)
+    tl.store(seg_f_ptr + slot * SEG_F + 2, cand_mass)
+    tl.store(seg_i_ptr + slot * SEG_I + 0, n_cand)
+    tl.store(seg_i_ptr + slot * SEG_I + 1, n_inf)
+    tl.store(seg_i_ptr + slot * SEG_I + 2, n_inf_cand)
+    tl.store(seg_i_ptr + slot * SEG_I + 3, key_max)
+    tl.store(seg_i_ptr + slot * SEG_I + 4, cutoff_key)
+
+
+@triton.jit
+def threshold_kernel(
+    x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+    V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg,
+    out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, seg_before_ptr,
+    HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
+    SMALLEST: tl.constexpr, SELECT: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr,
+    NSEG_P2: tl.constexpr,
+):
+    """Boundary key and tie budget of one row (steps 3-5), or the full-row fallback (step 7).
+
+    out_ptr : (B, V) mask output (fallback rows only); sel_val_ptr / sel_idx_ptr : (B, k)
+    selection output (fallback rows only, when SELECT); row_i_ptr : (B, 8) int32 mode
+    (0 keep all, 1 candidates suffice, 2 fallback done), T, budget, candidates, rounds;
+    seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments.
+    """
+    CAP: tl.constexpr = NSEG_P2 * CAP_SEG
+    row = tl.program_id(0)
+    zero_i = row * 0
+    zero_f = zero_i.to(tl.float32)
+    row64 = zero_i.to(tl.int64) + row
+    row_x = x_ptr + row64 * stride_x
+    k, k_on, p, p_on = row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i,
+                                  HAS_K, K_ARRAY, HAS_P, P_ARRAY)
+    # ---- merge the segments (fixed order: the same for any batch)
+    lanes = tl.arange(0, NSEG_P2)
+    seg_ok = lanes < nseg
+    seg_base = (row64 * nseg + lanes)
+    seg_max = tl.load(seg_f_ptr + seg_base * SEG_F + 0, mask=seg_ok, other=-float("inf"))
+    seg_mass = tl.load(seg_f_ptr + seg_base * SEG_F + 1, mask=seg_ok, other=0.0)
+    seg_cmass = tl.load(seg_f_ptr + seg_base * SEG_F + 2, mask=seg_ok, other=0.0)
+    seg_cand = tl.load(seg_i_ptr + seg_base * SEG_I + 0, mask=seg_ok, other=0)
+    n_inf = tl.sum(tl.load(seg_i_ptr + seg_base * SEG_I + 1, mask=seg_ok, other=0), axis=0)
+    n_inf_cand = tl.sum(tl.load(seg_i_ptr + seg_base * SEG_I + 2, mask=seg_ok, other=0), axis=0)
+    key_max = tl.max(tl.load(seg_i_ptr + seg_base * SEG_I + 3, mask=seg_ok, other=KEY_NAN), axis=0)
+    cutoff_key = tl.load(seg_i_ptr + row64 * nseg * SEG_I + 4)
+    row_max = tl.max(seg_max, axis=0)
+    seg_scale = tl.where(seg_max > -float("inf"), tl.exp(seg_max - row_max), 0.0)
+    row_mass = tl.sum(seg_mass * seg_scale, axis=0)
+    cand_mass = tl.sum(seg_cmass * seg_scale, axis=0)
+    n_cand = tl.sum(seg_cand, axis=0)
+    overflow = tl.max(seg_cand, axis=0) > CAP_SEG
+    inf_mode = n_inf > 0
+    row_mass = tl.where(inf_mode, n_inf.to(tl.float32), row_mass)
+    cand_mass = tl.where(inf_mode, n_inf_cand.to(tl.float32), cand_mass)
+    p_on = p_on & (k_on | (row_mass > 0.0))  # top-p alone on an undefined mass keeps all
+    active = k_on | p_on
+    enough = tl.where(k_on, n_cand >= k, cand_mass >= p * row_mass)
+    hit = active & enough & (not overflow)
+    mode = tl.where(active, tl.where(hit, 1, 2), 0)
+    T_k = zero_i + KEY_NAN  # top-k off: every key is above KEY_NAN - 1 ...
+    budget_k = zero_i + V  # ... and every NaN copy is within budget
+    T = T_k
+    budget = budget_k
+    rounds = zero_i
+    if hit:
+        # ---- candidates of all segments, in segment (= index) order, in registers
+        j = tl.arange(0, CAP)
+        seg_of = j // CAP_SEG
+        pos = j % CAP_SEG
+        cnt = tl.load(seg_i_ptr + (row64 * nseg + seg_of) * SEG_I, mask=seg_of < nseg, other=0)
+        member = (seg_of < nseg) & (pos < cnt)
+        cx = tl.load(cand_val_ptr + row64 * CAP + j, mask=member, other=0.0)
+        ckey = rank_key(cx, SMALLEST)
+        cw = weights_of(cx, row_max, inf_mode)
+        if k_on:
+            T_k, r = search_in_registers(ckey, cw, member, zero_i.to(tl.int64) + KEY_NAN - 1,
+                                         zero_i.to(tl.int64) + KEY_MAX, zero_i, zero_f,
+                                         k, zero_f, False)
+            rounds += r
+            budget_k = k - tl.sum((member & (ckey > T_k)).to(tl.int32), axis=0)
+        T = T_k
+        budget = budget_k
+        if p_on:
+            w_tk = tl.max(tl.where(member & (ckey == T_k), cw, 0.0), axis=0)
+            surv_mass = tl.sum(tl.where(member & (ckey > T_k), cw, 0.0), axis=0) + budget_k * w_tk
+            surv_mass = tl.where(k_on, surv_mass, row_mass)
+            if surv_mass > 0.0:
+                target = p * surv_mass
+                lo_p = tl.where(k_on, T_k.to(tl.int64) - 1, KEY_NAN - 1)
+                T_p, r = search_in_registers(ckey, cw, member, lo_p,
+                                             zero_i.to(tl.int64) + KEY_MAX, zero_i,
+                                             zero_f, zero_i, target, True)
+                rounds += r
+                at_t = member & (ckey == T_p)
+                copies = tl.sum(at_t.to(tl.int32), axis=0)
+                copies = tl.where(T_p == T_k, tl.minimum(copies, budget_k), copies)
+                mass_gt = tl.sum(tl.where(member & (ckey > T_p), cw, 0.0), axis=0)
+                w_t = tl.max(tl.where(at_t, cw, 0.0), axis=0)
+                T = T_p
+                budget = top_p_budget(target, mass_gt, w_t, copies)
+        # ---- where each segment's ties and kept entries start
+        tie = member & (ckey == T)
+        tie_rank = tl.cumsum(tie.to(tl.int32), axis=0) - 1
+        kept = member & ((ckey > T) | (tie & (tie_rank < budget)))
+        seg_ties = tl.sum(tl.reshape(tie.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
+        seg_kept = tl.sum(tl.reshape(kept.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
+        before = (row64 * nseg + lanes) * 2
+        tl.store(seg_before_ptr + before + 0, tl.cumsum(seg_ties, axis=0) - seg_ties, mask=seg_ok)
+        tl.store(seg_before_ptr + before + 1, tl.cumsum(seg_kept, axis=0) - seg_kept, mask=seg_ok)
+    elif active:
+        # ---- exact fallback over the full row (scratch: this row's own candidate slots)
+        scratch_val = cand_val_ptr + row64 * CAP
+        scratch_idx = cand_idx_ptr + row64 * CAP
+        cutoff_lo = cutoff_key.to(tl.int64) - 1
+        if k_on:
+            above = n_cand >= k
+            lo = tl.where(above, cutoff_lo, KEY_NAN - 1)
+            hi = tl.where(above, key_max.to(tl.int64), cutoff_lo)
+            cnt_lo = tl.where(above, n_cand, V)
+            cnt_hi = tl.where(above, 0, n_cand)
+            mass_hi = tl.where(above, 0.0, cand_mass)
+            T_k, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
+                row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, k, zero_f, row_max, inf_mode,
+                scratch_val, scratch_idx, BLOCK, CAP, False, HAS_P, SMALLEST)
+            rounds += r
+            budget_k = k - cnt_gt
+            T = T_k
+            budget = budget_k
+            if p_on:
+                w_tk = weights_of(key_to_value(T_k), row_max, inf_mode)
+                surv_mass = mass_gt + budget_k * w_tk
+                if surv_mass > 0.0:
+                    target = p * surv_mass
+                    T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
+                        row_x, V, T_k.to(tl.int64) - 1, key_max.to(tl.int64), cnt_ge, zero_i,
+                        zero_f, zero_i, target, row_max, inf_mode, scratch_val, scratch_idx,
+                        BLOCK, CAP, True, True, SMALLEST)
+                    rounds += r
+                    copies = cnt_ge_p - cnt_gt_p
+                    copies = tl.where(T_p == T_k, tl.minimum(copies, budget_k), copies)
+                    w_t = weights_of(key_to_value(T_p), row_max, inf_mode)
+                    T = T_p
+                    budget = top_p_budget(target, mass_gt_p, w_t, copies)
+        else:
+            target = p * row_mass
+            above = cand_mass >= target
+            lo = tl.where(above, cutoff_lo, KEY_NAN - 1)
+            hi = tl.where(above, key_max.to(tl.int64), cutoff_lo)
+            cnt_lo = tl.where(above, n_cand, V)
+            cnt_hi = tl.where(above, 0, n_cand)
+            mass_hi = tl.where(above, 0.0, cand_mass)
+            T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
+                row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max, inf_mode,
+                scratch_val, scratch_idx, BLOCK, CAP, True, True, SMALLEST)
+            rounds += r
+            w_t = weights_of(key_to_value(T_p), row_max, inf_mode)
+            T = T_p
+            budget = top_p_budget(target, mass_gt_p, w_t, cnt_ge_p - cnt_gt_p)
+        if SELECT:
+            write_row_select(row_x, sel_val_ptr + row64 * k_scalar, sel_idx_ptr + row64 * k_scalar,
+                             V, T, budget, BLOCK, SMALLEST)
+        else:
+            write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill, BLOCK,
+                             SMALLEST)
+    info = row_i_ptr + row64 * ROW_I
+    tl.store(info + 0, mode)
+    tl.store(info + 1, T)
+    tl.store(info + 2, budget)
+    tl.store(info + 3, n_cand)
+    tl.store(info + 4, rounds)
+
+
+@triton.jit
+def segment_kept(cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_ptr, row64, seg,
+                 nseg, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SMALLEST: tl.constexpr):
+    """The kept candidates of one segment: values, indices, kept flags, rank among kept."""
+    slot = row64 * nseg + seg
+    cand_slot = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
+    n = tl.load(seg_i_ptr + slot * SEG_I + 0)
+    T = tl.load(row_i_ptr + row64 * ROW_I + 1)
+    budget = tl.load(row_i_ptr + row64 * ROW_I + 2)
+    ties_before = tl.load(seg_before_ptr + slot * 2 + 0)
+    kept_before = tl.load(seg_before_ptr + slot * 2 + 1)
+    offs = tl.arange(0, CAP_SEG)
+    member = offs < n
+    cx = tl.load(cand_val_ptr + cand_slot + offs, mask=member, other=0.0)
+    cidx = tl.load(cand_idx_ptr + cand_slot + offs, mask=member, other=0)
+    ckey = rank_key(cx, SMALLEST)
+    tie = member & (ckey == T)
+    tie_rank = ties_before + tl.cumsum(tie.to(tl.int32), axis=0) - 1
+    kept = member & ((ckey > T) | (tie & (tie_rank < budget)))
+    kept_rank = kept_before + tl.cumsum(kept.to(tl.int32), axis=0) - 1
+    return cx, cidx, kept, kept_rank
+
+
+@triton.jit
+def write_mask_kernel(
+    x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_ptr,
+    V, stride_x, stride_out, seg_len, fill,
+    out_ptr,
+    INPLACE: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
+):
+    """Write one segment of the mask: fill, then the kept candidates (rows in mode 1); a copy
+    (mode 0, out of place); nothing for rows the fallback wrote (mode 2)."""
+    row = tl.program_id(0)
+    seg = tl.program_id(1)
+    nseg = tl.num_programs(1)
+    row64 = (row * 0).to(tl.int64) + row
+    mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
+    row_x = x_ptr + row64 * stride_x
+    row_o = out_ptr + row64 * stride_out
+    out_ty = out_ptr.dtype.element_ty
+    seg_start = seg * seg_len
+    if mode == 1:
+        cx, cidx, kept, kept_rank = segment_kept(cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr,
+                                                 seg_before_ptr, row64, seg, nseg, CAP_SEG,
+                                                 NSEG_P2, False)
+        fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
+        tl.debug_barrier()  # in place: the segment's candidates are read before it is overwritten
+        for off in range(0, seg_len, BLOCK):
+            offs = seg_start + off + tl.arange(0, BLOCK)
+            tl.store(row_o + offs, fill_block, mask=offs < V)
+        tl.debug_barrier()  # the fill lands before the kept values
+        tl.store(row_o + cidx, cx.to(out_ty), mask=kept)
+    elif mode == 0:
+        if not INPLACE:
+            for off in range(0, seg_len, BLOCK):
+                offs = seg_start + off + tl.arange(0, BLOCK)
+                valid = offs < V
+                tl.store(row_o + offs, tl.load(row_x + offs, mask=valid), mask=valid)
+
+
+@triton.jit
+def write_select_kernel(
+    x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_ptr,
+    V, stride_x, seg_len, k,
+    sel_val_ptr, sel_idx_ptr,
+    BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SMALLEST: tl.constexpr,
+):
+    """Write one segment's share of the selection (B, k): kept candidates at their ranks in index
+    order (mode 1), or every entry (mode 0: k == V)."""
+    row = tl.program_id(0)
+    seg = tl.program_id(1)
+    nseg = tl.num_programs(1)
+    row64 = (row * 0).to(tl.int64) + row
+    mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
+    sel_val = sel_val_ptr + row64 * k
+    sel_idx = sel_idx_ptr + row64 * k
+    seg_start = seg * seg_len
+    if mode == 1:
+        cx, cidx, kept, kept_rank = segment_kept(cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr,
+                                                 seg_before_ptr, row64, seg, nseg, CAP_SEG,
+                                                 NSEG_P2, SMALLEST)
+        tl.store(sel_val + kept_rank, cx.to(sel_val_ptr.dtype.element_ty), mask=kept)
+        tl.store(sel_idx + kept_rank, cidx.to(tl.int64), mask=kept)
+    elif mode == 0:
+        row_x = x_ptr + row64 * stride_x
+        for off in range(0, seg_len, BLOCK):
+            offs = seg_start + off + tl.arange(0, BLOCK)
+            valid = offs < V
+            tl.store(sel_val + offs, tl.load(row_x + offs, mask=valid), mask=valid)
+            tl.store(sel_idx + offs, offs.to(tl.int64), mask=valid)

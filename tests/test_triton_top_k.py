@@ -1,0 +1,115 @@
+"""Triton selection (``ops.top_k``) against the oracle: full values and indices compared.
+
+CPU-only machines run the kernels under the Triton interpreter (tests/conftest.py); the ``gpu``
+tests add real vocabulary sizes, large batches, determinism and CUDA-graph capture.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from qrita.backends.triton import ops  # noqa: E402
+from qrita.testing import compare, generators  # noqa: E402
+
+ON_GPU = torch.cuda.is_available()
+DEVICE = "cuda" if ON_GPU else "cpu"
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _host(t):
+    t = t.detach().cpu()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
+
+def check(x_np, dtype, k, mode, sorted_):
+    x = torch.from_numpy(np.ascontiguousarray(x_np)).to(DEVICE).to(TORCH_DTYPES[dtype])
+    vals, idx = ops.top_k(x, k, mode=mode, sorted=sorted_)
+    assert vals.dtype == x.dtype and idx.dtype == torch.int64
+    assert vals.shape == idx.shape == (x.shape[0], k)
+    compare.assert_topk_matches(_host(vals), _host(idx), _host(x), k, -1, mode, sorted_)
+
+
+FAMILIES = ["zipf", "gaussian", "quantised2", "all_equal", "grammar", "nan", "posinf",
+            "tied_boundary", "five_zeros", "sorted_asc", "extremes"]
+
+
+def _family(name, V, rng):
+    return dict(generators._family_batches(V, rng))[name]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+def test_top_k_families(family, dtype):
+    rng = np.random.default_rng(hash(family) % 1000)
+    for V in (1, 3, 1023):
+        x = generators.to_dtype(_family(family, V, rng), dtype)
+        for k in sorted({1, 2, 50, V - 1, V} & set(range(1, V + 1))):
+            for mode in ("largest", "smallest"):
+                check(x, dtype, k, mode, True)
+        check(x, dtype, min(7, V), "largest", False)
+
+
+def test_top_k_float64_and_integers_exact_path():
+    rng = np.random.default_rng(1)
+    x64 = generators.quantised(generators.gaussian_logits(3, 501, 2.0, rng), 5).astype(np.float64)
+    x64[0, 7] = np.nan
+    xi = rng.integers(-5, 5, size=(3, 501)).astype(np.int32)
+    for arr in (x64, xi, xi.astype(np.int64)):
+        t = torch.from_numpy(arr).to(DEVICE)
+        for k, mode, srt in [(1, "largest", True), (40, "smallest", True), (500, "largest", False)]:
+            vals, idx = ops.top_k(t, k, mode=mode, sorted=srt)
+            compare.assert_topk_matches(vals.cpu().numpy(), idx.cpu().numpy(), arr, k, -1, mode,
+                                        srt)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+@pytest.mark.parametrize("V", [32000, 128256, 151936, 201088, 262144])
+def test_gpu_top_k_real_vocab(V, dtype):
+    rng = np.random.default_rng(V)
+    for family in FAMILIES:
+        x = generators.to_dtype(_family(family, V, rng), dtype)
+        for k in (1, 50, 1000, 4096):
+            check(x, dtype, k, "largest", True)
+        check(x, dtype, 50, "smallest", True)
+        check(x, dtype, 1000, "largest", False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("B", [1, 3, 64, 1024])
+def test_gpu_top_k_batches_deterministic_invariant(B):
+    rng = np.random.default_rng(B)
+    V = 131072
+    x = torch.from_numpy(generators.zipf_logits(B, V, 1.1, rng)).cuda()
+    rows = np.sort(rng.choice(B, size=min(B, 32), replace=False))
+    for k in (50, 1000):
+        vals, idx = ops.top_k(x, k)
+        compare.assert_topk_matches(_host(vals)[rows], _host(idx)[rows], _host(x)[rows], k, -1,
+                                    "largest", True)
+        for _ in range(3):
+            v2, i2 = ops.top_k(x, k)
+            assert torch.equal(i2, idx) and torch.equal(v2.view(torch.int32), vals.view(torch.int32))
+        alone_v, alone_i = ops.top_k(x[B - 1:B].clone(), k)
+        assert torch.equal(alone_i[0], idx[B - 1])
+
+
+@pytest.mark.gpu
+def test_gpu_top_k_cuda_graph():
+    rng = np.random.default_rng(2)
+    x = torch.from_numpy(generators.zipf_logits(64, 131072, 1.1, rng)).cuda()
+    ops.top_k(x, 50)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        vals, idx = ops.top_k(x, 50)
+    torch.cuda.current_stream().wait_stream(stream)
+    fresh = generators.gaussian_logits(64, 131072, 2.0, rng)
+    x.copy_(torch.from_numpy(fresh))
+    graph.replay()
+    torch.cuda.synchronize()
+    compare.assert_topk_matches(_host(vals), _host(idx), fresh, 50, -1, "largest", True)
