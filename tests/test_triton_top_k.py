@@ -67,8 +67,8 @@ def test_top_k_float64_and_integers_exact_path():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
-@pytest.mark.parametrize("V", [32000, 128256, 151936, 201088, 262144])
+@pytest.mark.parametrize("V,dtype", [(32000, "float32"), (128256, "bfloat16"), (151936, "float32"),
+                                     (201088, "float16"), (262144, "float32")])
 def test_gpu_top_k_real_vocab(V, dtype):
     rng = np.random.default_rng(V)
     for family in FAMILIES:
