@@ -54,12 +54,17 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
     ty = DTYPES[dtype]
     kp = {name: flags[name] for name in FLAGS}
     out = {}
-    out["candidates"] = _compile(pipeline.candidates_kernel, {
+    out["cutoff"] = _compile(pipeline.cutoff_kernel, {
         "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "V": "i32", "stride_x": "i64",
-        "seg_len": "i32", "k_scalar": "i64", "p_scalar": "fp32", "cand_val_ptr": "*fp32",
-        "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32"},
-        dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=block, SAMPLE=sample, CAP_SEG=cap_seg,
-             NSEG_P2=nseg_p2, OVERSAMPLE=4.0), target, 4)
+        "k_scalar": "i64", "p_scalar": "fp32", "max_cands": "fp32", "cutoff_ptr": "*i32"},
+        dict(kp, SMALLEST=flags["SMALLEST"], SAMPLE=sample, OVERSAMPLE=4.0), target, 4)
+    out["candidates"] = _compile(pipeline.candidates_kernel, {
+        "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cutoff_ptr": "*i32", "V": "i32",
+        "stride_x": "i64", "seg_len": "i32", "k_scalar": "i64", "p_scalar": "fp32",
+        "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32",
+        "seg_i_ptr": "*i32"},
+        dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2),
+        target, 4)
     out["threshold"] = _compile(pipeline.threshold_kernel, {
         "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
         "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",

@@ -9,6 +9,7 @@ import torch
 
 from qrita.backends.triton.pipeline import (
     candidates_kernel,
+    cutoff_kernel,
     threshold_kernel,
     write_mask_kernel,
     write_select_kernel,
@@ -47,6 +48,11 @@ class PipelineConfig:
     def cap(self) -> int:
         return self.nseg_p2 * self.cap_seg
 
+    @property
+    def max_cands(self) -> float:
+        """Candidates the σ-cutoff aims below: half the real slots, so segments rarely overflow."""
+        return 0.5 * self.nseg * self.cap_seg
+
 
 def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
     """The launch table (measured on the H200, BENCHMARKS.md)."""
@@ -76,25 +82,49 @@ def _scalar(v, default):
     return default if (v is None or isinstance(v, torch.Tensor)) else v
 
 
+def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info):
+    """All scratch of one call in one allocation (int32 words; float32 parts are views).
+
+    Size per row: cap candidates x 8 bytes + 60 bytes per segment + 36 bytes, i.e.
+    O(B x cap), never O(V) per program.
+    """
+    sizes = {"cutoff": 1, "cand_val": cfg.cap, "cand_idx": cfg.cap, "seg_f": cfg.nseg * 4,
+             "seg_i": cfg.nseg * 8, "seg_before": cfg.nseg * 2,
+             "row_info": 0 if row_info is not None else ROW_INFO}
+    flat = torch.empty(batch * sum(sizes.values()), dtype=torch.int32, device=device)
+    parts, start = {}, 0
+    for name, width in sizes.items():
+        parts[name] = flat[start:start + batch * width].view(batch, width)
+        start += batch * width
+    for name in ("cand_val", "seg_f"):
+        parts[name] = parts[name].view(torch.float32)
+    if row_info is not None:
+        parts["row_info"] = row_info
+    return parts
+
+
 def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_info):
-    """Launches 1 and 2: candidates per segment, then the per-row search (and fallback)."""
+    """Launches 0, 1 and 2: cutoff per row, candidates per segment, then the per-row search
+    (and fallback)."""
     batch, vocab = x.shape
-    dev = x.device
-    cand_val = torch.empty((batch, cfg.cap), dtype=torch.float32, device=dev)
-    cand_idx = torch.empty((batch, cfg.cap), dtype=torch.int32, device=dev)
-    seg_f = torch.empty((batch, cfg.nseg, 4), dtype=torch.float32, device=dev)
-    seg_i = torch.empty((batch, cfg.nseg, 8), dtype=torch.int32, device=dev)
-    seg_before = torch.empty((batch, cfg.nseg, 2), dtype=torch.int32, device=dev)
+    ws = _workspace(batch, cfg, x.device, row_info)
+    cand_val, cand_idx, seg_f, seg_i = ws["cand_val"], ws["cand_idx"], ws["seg_f"], ws["seg_i"]
+    seg_before, row_info = ws["seg_before"], ws["row_info"]
     flags = _flags(k, p)
     k_ptr = k if flags["K_ARRAY"] else seg_i
     p_ptr = p if flags["P_ARRAY"] else seg_f
     k_scalar = int(_scalar(k, 0))
     p_scalar = float(_scalar(p, 0.0))
+    cutoff_kernel[(batch,)](
+        x, k_ptr, p_ptr, vocab, x.stride(0), k_scalar, p_scalar, cfg.max_cands, ws["cutoff"],
+        **flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
+        num_warps=cfg.warps_stream,
+    )
     candidates_kernel[(batch, cfg.nseg)](
-        x, k_ptr, p_ptr, vocab, x.stride(0), cfg.seg_len, k_scalar, p_scalar,
+        x, k_ptr, p_ptr, ws["cutoff"], vocab, x.stride(0), cfg.seg_len, k_scalar, p_scalar,
         cand_val, cand_idx, seg_f, seg_i,
-        **flags, SMALLEST=smallest, BLOCK=cfg.block, SAMPLE=cfg.sample, CAP_SEG=cfg.cap_seg,
-        NSEG_P2=cfg.nseg_p2, OVERSAMPLE=cfg.oversample, num_warps=cfg.warps_stream,
+        **flags, SMALLEST=smallest, BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
+        num_warps=cfg.warps_stream,
     )
     threshold_kernel[(batch,)](
         x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
@@ -105,7 +135,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         **flags, SMALLEST=smallest, SELECT=select, BLOCK=cfg.block, CAP_SEG=cfg.cap_seg,
         NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_search,
     )
-    return cand_val, cand_idx, seg_i, seg_before
+    return cand_val, cand_idx, seg_i, seg_before, row_info
 
 
 def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
@@ -119,9 +149,7 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     """
     batch, vocab = x.shape
     cfg = config or pipeline_config(vocab, x.dtype)
-    if row_info is None:
-        row_info = torch.empty((batch, ROW_INFO), dtype=torch.int32, device=x.device)
-    cand_val, cand_idx, seg_i, seg_before = _search(
+    cand_val, cand_idx, seg_i, seg_before, row_info = _search(
         x, k, p, cfg, smallest=False, select=False, out=out, sel_val=None, sel_idx=None,
         fill=fill, row_info=row_info)
     write_mask_kernel[(batch, cfg.nseg)](
@@ -144,9 +172,7 @@ def launch_select(x: torch.Tensor, k: int, *, smallest: bool,
     cfg = config or pipeline_config(vocab, x.dtype)
     sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
     sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
-    if row_info is None:
-        row_info = torch.empty((batch, ROW_INFO), dtype=torch.int32, device=x.device)
-    cand_val, cand_idx, seg_i, seg_before = _search(
+    cand_val, cand_idx, seg_i, seg_before, row_info = _search(
         x, k, None, cfg, smallest=smallest, select=True, out=None, sel_val=sel_val,
         sel_idx=sel_idx, fill=0.0, row_info=row_info)
     write_select_kernel[(batch, cfg.nseg)](

@@ -1,5 +1,6 @@
 """``@triton.jit`` kernels of the three-launch pipeline (docs/algorithm.md). Imports triton only.
 
+0. ``cutoff_kernel``, grid (B,): the σ-cutoff of each row from its first tile.
 1. ``candidates_kernel``, grid (B, S): each program streams one segment of a row (segments depend
    on V only, so results never depend on the batch), applies the σ-cutoff of its row, compacts
    its candidates into its own scratch slots and writes the segment's max, mass and counts.
@@ -22,7 +23,7 @@ from qrita.backends.triton.fallback import (
     write_row_decide,
     write_row_select,
 )
-from qrita.backends.triton.primitives import (
+from qrita.backends.triton.primitives import (  # noqa: I001
     KEY_MAX,
     KEY_NAN,
     key_to_value,
@@ -62,13 +63,36 @@ def row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i, HAS_K: tl.const
 
 
 @triton.jit
-def candidates_kernel(
+def cutoff_kernel(
     x_ptr, k_ptr, p_ptr,
+    V, stride_x, k_scalar, p_scalar, max_cands,
+    cutoff_ptr,
+    HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
+    SMALLEST: tl.constexpr, SAMPLE: tl.constexpr, OVERSAMPLE: tl.constexpr,
+):
+    """Step 2's σ-cutoff of one row, computed once per row from its first SAMPLE entries.
+
+    cutoff_ptr : (B,) int32 order keys (KEY_NAN for rows with nothing to do)
+    """
+    row = tl.program_id(0)
+    zero_i = row * 0
+    row_x = x_ptr + (zero_i.to(tl.int64) + row) * stride_x
+    k, k_on, p, p_on = row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i,
+                                  HAS_K, K_ARRAY, HAS_P, P_ARRAY)
+    cutoff_key = zero_i + KEY_NAN
+    if k_on | p_on:
+        cutoff_key = sample_cutoff_key(row_x, V, k, k_on, p, max_cands, SAMPLE, OVERSAMPLE,
+                                       SMALLEST)
+    tl.store(cutoff_ptr + row, cutoff_key)
+
+
+@triton.jit
+def candidates_kernel(
+    x_ptr, k_ptr, p_ptr, cutoff_ptr,
     V, stride_x, seg_len, k_scalar, p_scalar,
     cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
-    SMALLEST: tl.constexpr, BLOCK: tl.constexpr, SAMPLE: tl.constexpr, CAP_SEG: tl.constexpr,
-    NSEG_P2: tl.constexpr, OVERSAMPLE: tl.constexpr,
+    SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
 
@@ -97,7 +121,7 @@ def candidates_kernel(
     key_max = zero_i + KEY_NAN
     cutoff_key = zero_i + KEY_NAN
     if k_on | p_on:
-        cutoff_key = sample_cutoff_key(row_x, V, k, k_on, p, SAMPLE, OVERSAMPLE, SMALLEST)
+        cutoff_key = tl.load(cutoff_ptr + row)
         seg_start = seg * seg_len
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + tl.arange(0, BLOCK)

@@ -159,14 +159,15 @@ def kth_largest_key(keys, member, k, zero_i):
 
 
 @triton.jit
-def sample_cutoff_key(row_ptr, V, k, k_on, p, SAMPLE: tl.constexpr, OVERSAMPLE: tl.constexpr,
-                      SMALLEST: tl.constexpr):
+def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
+                      OVERSAMPLE: tl.constexpr, SMALLEST: tl.constexpr):
     """σ-truncation cutoff (an order key) from the row's first SAMPLE entries.
 
-    top-k: Gaussian model, cutoff = mean + z·std with P(N(0,1) > z) = OVERSAMPLE·k/V_finite;
-    the sample itself checks the model: when the sample's count above that cutoff predicts fewer
-    than k or more than 8·OVERSAMPLE·k entries in the row, the sample's own order statistic at
-    rank OVERSAMPLE·k·SAMPLE/V replaces it (the row is not Gaussian).
+    top-k: Gaussian model, cutoff = mean + z·std with P(N(0,1) > z) = want/V_finite, where
+    want = min(OVERSAMPLE·k, (k + max_cands)/2); the sample itself checks the model: when the
+    sample's count above that cutoff predicts fewer than k or more than ``max_cands`` entries in
+    the row (the row is not Gaussian), the sample's own order statistic replaces it, at the rank
+    r_k + 4·sqrt(r_k) + 4 where r_k = k·SAMPLE/V (about 4 standard deviations of safety).
     top-p alone: tilted Gaussian, cutoff = mean + std² - std·z with P(N(0,1) > z) = (1-p)/OVERSAMPLE,
     lowered to the sample's own top-p' threshold when that is lower.
     Only speed depends on the cutoff: the answer is exact whatever it is.
@@ -188,14 +189,17 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, SAMPLE: tl.constexpr, OVERSAMPLE: 
     keys = order_key(x)
     zero_i = n_valid * 0
     if k_on:
-        want = OVERSAMPLE * k.to(tl.float32)
+        kf = k.to(tl.float32)
+        want = tl.minimum(OVERSAMPLE * kf, 0.5 * (kf + max_cands))
         frac = want / (V * tl.maximum(frac_finite, 1e-6))
         cut = mean + std * upper_normal_quantile(tl.minimum(tl.maximum(frac, 1e-30), 0.999))
         cut = tl.where(usable & (frac < 1.0), cut, -float("inf"))
         cut_key = order_key(cut)
         predicted = tl.sum((valid & (keys >= cut_key)).to(tl.float32), axis=0) * V / n_valid
-        if (predicted < k.to(tl.float32)) | (predicted > 8.0 * want):
-            rank = tl.minimum(tl.maximum(tl.ceil(want * n_valid / V), 1.0), n_valid.to(tl.float32))
+        if (predicted < kf) | (predicted > max_cands):
+            r_k = kf * n_valid / V
+            rank = tl.ceil(r_k + 4.0 * tl.sqrt(r_k) + 4.0)
+            rank = tl.minimum(tl.maximum(rank, 1.0), n_valid.to(tl.float32))
             cut_key = kth_largest_key(keys, valid, rank.to(tl.int32), zero_i)
     else:
         tail = tl.maximum((1.0 - p) / OVERSAMPLE, 1e-30)
