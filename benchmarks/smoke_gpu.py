@@ -29,7 +29,7 @@ def main() -> int:
                 x = torch.from_numpy(x_np).cuda().to(dtype)
                 xh = x.float().cpu().numpy()
                 for scen, (k, p) in SCENARIOS.items():
-                    st = torch.zeros((8, 8), dtype=torch.int32, device="cuda")
+                    st = torch.zeros((8, ops.STATS_WIDTH), dtype=torch.int32, device="cuda")
                     t = time.time()
                     out = ops.top_k_top_p_mask(x, k, p, stats=st)
                     torch.cuda.synchronize()
@@ -55,7 +55,7 @@ def main() -> int:
                 x = torch.from_numpy(generators.zipf_logits(B, V, 1.1, rng)).cuda().to(dtype)
                 line = []
                 for scen, (k, p) in SCENARIOS.items():
-                    st = torch.zeros((B, 8), dtype=torch.int32, device="cuda")
+                    st = torch.zeros((B, ops.STATS_WIDTH), dtype=torch.int32, device="cuda")
                     ops.top_k_top_p_mask(x, k, p, stats=st)
                     ms = triton.testing.do_bench(lambda: ops.top_k_top_p_mask(x, k, p),
                                                  warmup=5, rep=40, return_mode="median")

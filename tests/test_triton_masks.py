@@ -140,14 +140,14 @@ def test_both_paths_are_exercised():
                         generators.sorted_rows(1, 1023, True, rng),
                         generators.all_equal_rows(1, 1023)])
     for k, p in [(5, None), (None, 0.9), (5, 0.5), (1000, None)]:
-        stats = torch.zeros((x.shape[0], 8), dtype=torch.int32, device=DEVICE)
+        stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
         run_and_check(x, "float32", k, p, stats=stats)
         mode = stats[:, 0].cpu().numpy()
-        assert set(mode.tolist()) <= {1, 2}
+        assert set(mode.tolist()) <= {1, 2, 4}
         if k == 5:
             assert (mode[:2] == 1).all(), "gaussian rows with k=5 must take the candidate path"
         if k == 1000 or p == 0.9:
-            assert (mode == 2).any(), "these rows must need the exact fallback"
+            assert (mode >= 2).any(), "these rows must need a fallback"
         assert (stats[:, 4].cpu().numpy() <= 64).all()
 
 

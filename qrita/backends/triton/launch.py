@@ -14,10 +14,17 @@ from qrita.backends.triton.pipeline import (
     write_mask_kernel,
     write_select_kernel,
 )
+from qrita.backends.triton.wide import (
+    wide_compact_kernel,
+    wide_narrow_kernel,
+    wide_round_kernel,
+    wide_search_kernel,
+)
 
 __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "interpreting"]
 
-ROW_INFO = 8  # per row: mode, boundary key, tie budget, candidates, pivot rounds
+ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
+WIDE_ROUNDS = 2  # 16-way rounds of the wide top-p stage before compaction
 
 
 def interpreting() -> bool:
@@ -82,21 +89,22 @@ def _scalar(v, default):
     return default if (v is None or isinstance(v, torch.Tensor)) else v
 
 
-def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info):
+def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, wide: bool):
     """All scratch of one call in one allocation (int32 words; float32 parts are views).
 
     Size per row: cap candidates x 8 bytes + 60 bytes per segment + 36 bytes, i.e.
     O(B x cap), never O(V) per program.
     """
     sizes = {"cutoff": 1, "cand_val": cfg.cap, "cand_idx": cfg.cap, "seg_f": cfg.nseg * 4,
-             "seg_i": cfg.nseg * 8, "seg_before": cfg.nseg * 2,
+             "seg_i": cfg.nseg * 8, "seg_before": cfg.nseg * 2, "row_f": 4,
+             "part_i": cfg.nseg * 32 if wide else 0, "part_f": cfg.nseg * 16 if wide else 0,
              "row_info": 0 if row_info is not None else ROW_INFO}
     flat = torch.empty(batch * sum(sizes.values()), dtype=torch.int32, device=device)
     parts, start = {}, 0
     for name, width in sizes.items():
         parts[name] = flat[start:start + batch * width].view(batch, width)
         start += batch * width
-    for name in ("cand_val", "seg_f"):
+    for name in ("cand_val", "seg_f", "row_f", "part_f"):
         parts[name] = parts[name].view(torch.float32)
     if row_info is not None:
         parts["row_info"] = row_info
@@ -105,9 +113,10 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info):
 
 def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_info):
     """Launches 0, 1 and 2: cutoff per row, candidates per segment, then the per-row search
-    (and fallback)."""
+    (and fallback); with top-p on a mask, the wide stage's launches."""
     batch, vocab = x.shape
-    ws = _workspace(batch, cfg, x.device, row_info)
+    wide = p is not None and not select
+    ws = _workspace(batch, cfg, x.device, row_info, wide)
     cand_val, cand_idx, seg_f, seg_i = ws["cand_val"], ws["cand_idx"], ws["seg_f"], ws["seg_i"]
     seg_before, row_info = ws["seg_before"], ws["row_info"]
     flags = _flags(k, p)
@@ -131,10 +140,27 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         vocab, x.stride(0), out.stride(0) if out is not None else 0, k_scalar, p_scalar,
         float(fill), cfg.nseg,
         out if out is not None else x, sel_val if sel_val is not None else x,
-        sel_idx if sel_idx is not None else cand_idx, row_info, seg_before,
-        **flags, SMALLEST=smallest, SELECT=select, BLOCK=cfg.block, CAP_SEG=cfg.cap_seg,
-        NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_search,
+        sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"], seg_before,
+        **flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block,
+        CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_search,
     )
+    if wide:
+        grid_seg = (batch, cfg.nseg)
+        for _ in range(WIDE_ROUNDS):
+            wide_round_kernel[grid_seg](
+                x, row_info, ws["row_f"], vocab, x.stride(0), cfg.seg_len, ws["part_i"],
+                ws["part_f"], BLOCK=cfg.block, num_warps=cfg.warps_stream)
+            wide_narrow_kernel[(batch,)](
+                row_info, ws["row_f"], ws["part_i"], ws["part_f"], cfg.nseg,
+                NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
+        wide_compact_kernel[grid_seg](
+            x, row_info, vocab, x.stride(0), cfg.seg_len, cand_val, cand_idx, seg_i,
+            BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
+        wide_search_kernel[(batch,)](
+            x, cand_val, cand_idx, seg_i, row_info, ws["row_f"], vocab, x.stride(0),
+            out.stride(0), float(fill), cfg.nseg, out, seg_before,
+            BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
+            num_warps=cfg.warps_search)
     return cand_val, cand_idx, seg_i, seg_before, row_info
 
 

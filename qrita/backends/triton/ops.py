@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import torch
 
-from qrita.backends.triton.launch import interpreting, launch_mask, launch_select
+from qrita.backends.triton.launch import ROW_INFO, interpreting, launch_mask, launch_select
 
-__all__ = ["top_k_top_p_mask", "top_k", "rank_keys", "SUPPORTED_DTYPES"]
+__all__ = ["top_k_top_p_mask", "top_k", "rank_keys", "SUPPORTED_DTYPES", "STATS_WIDTH"]
+
+#: columns of the optional per-row ``stats`` tensor of :func:`top_k_top_p_mask`
+STATS_WIDTH = ROW_INFO
 
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _INT32_MIN = -(2**31)
@@ -40,9 +43,9 @@ def top_k_top_p_mask(
     p : None, float, or floating tensor (B,) on logits' device
     inplace : write into ``logits`` and return it
     fill : value of the masked entries
-    stats : optional int32 tensor (B, 8) receiving per row: mode (0 nothing to do, 1 the
-        σ-truncated candidates sufficed, 2 exact full-row fallback), boundary key, tie budget,
-        candidates, pivot rounds
+    stats : optional int32 tensor (B, STATS_WIDTH) receiving per row: mode (0 nothing to do,
+        1 the σ-truncated candidates sufficed, 2 exact single-program fallback, 4 the segmented
+        top-p stage), boundary key, tie budget, candidates, pivot rounds
 
     Returns
     -------

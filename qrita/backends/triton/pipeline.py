@@ -35,7 +35,8 @@ from qrita.backends.triton.primitives import (  # noqa: I001
 
 SEG_F: tl.constexpr = tl.constexpr(4)  # per segment floats: max, mass, candidate mass, -
 SEG_I: tl.constexpr = tl.constexpr(8)  # per segment ints: candidates, +inf, +inf candidates, max key, cutoff key
-ROW_I: tl.constexpr = tl.constexpr(8)  # per row ints: mode, T, budget, candidates, rounds
+ROW_I: tl.constexpr = tl.constexpr(16)  # per row ints: mode, T, budget, candidates, rounds, wide interval
+ROW_F: tl.constexpr = tl.constexpr(4)  # per row floats (wide stage): max, target, +inf mode, mass above hi
 
 
 @triton.jit
@@ -160,16 +161,17 @@ def candidates_kernel(
 def threshold_kernel(
     x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
     V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg,
-    out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, seg_before_ptr,
+    out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
-    SMALLEST: tl.constexpr, SELECT: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr,
-    NSEG_P2: tl.constexpr,
+    SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
+    CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
 ):
     """Boundary key and tie budget of one row (steps 3-5), or the full-row fallback (step 7).
 
     out_ptr : (B, V) mask output (fallback rows only); sel_val_ptr / sel_idx_ptr : (B, k)
-    selection output (fallback rows only, when SELECT); row_i_ptr : (B, 8) int32 mode
-    (0 keep all, 1 candidates suffice, 2 fallback done), T, budget, candidates, rounds;
+    selection output (fallback rows only, when SELECT); row_i_ptr : (B, 16) int32 mode
+    (0 keep all, 1 candidates suffice, 2 fallback done, 3 top-p left to the wide stage when
+    WIDE), T, budget, candidates, rounds, then the wide stage's interval; row_f_ptr : (B, 4);
     seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments.
     """
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
@@ -298,19 +300,32 @@ def threshold_kernel(
             cnt_lo = tl.where(above, n_cand, V)
             cnt_hi = tl.where(above, 0, n_cand)
             mass_hi = tl.where(above, 0.0, cand_mass)
-            T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
-                row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max, inf_mode,
-                scratch_val, scratch_idx, BLOCK, CAP, True, True, SMALLEST)
-            rounds += r
-            w_t = weights_of(key_to_value(T_p), row_max, inf_mode)
-            T = T_p
-            budget = top_p_budget(target, mass_gt_p, w_t, cnt_ge_p - cnt_gt_p)
-        if SELECT:
-            write_row_select(row_x, sel_val_ptr + row64 * k_scalar, sel_idx_ptr + row64 * k_scalar,
-                             V, T, budget, BLOCK, SMALLEST)
-        else:
-            write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill, BLOCK,
-                             SMALLEST)
+            if WIDE:  # the segmented stage resolves it (wide.py)
+                mode = zero_i + 3
+                info = row_i_ptr + row64 * ROW_I
+                tl.store(info + 5, (lo + 1).to(tl.int32))
+                tl.store(info + 6, hi.to(tl.int32))
+                tl.store(info + 7, cnt_lo)
+                tl.store(info + 8, cnt_hi)
+                tl.store(row_f_ptr + row64 * ROW_F + 0, row_max)
+                tl.store(row_f_ptr + row64 * ROW_F + 1, target)
+                tl.store(row_f_ptr + row64 * ROW_F + 2, inf_mode.to(tl.float32))
+                tl.store(row_f_ptr + row64 * ROW_F + 3, mass_hi)
+            else:
+                T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
+                    row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max,
+                    inf_mode, scratch_val, scratch_idx, BLOCK, CAP, True, True, SMALLEST)
+                rounds += r
+                w_t = weights_of(key_to_value(T_p), row_max, inf_mode)
+                T = T_p
+                budget = top_p_budget(target, mass_gt_p, w_t, cnt_ge_p - cnt_gt_p)
+        if mode == 2:
+            if SELECT:
+                write_row_select(row_x, sel_val_ptr + row64 * k_scalar,
+                                 sel_idx_ptr + row64 * k_scalar, V, T, budget, BLOCK, SMALLEST)
+            else:
+                write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill, BLOCK,
+                                 SMALLEST)
     info = row_i_ptr + row64 * ROW_I
     tl.store(info + 0, mode)
     tl.store(info + 1, T)
@@ -350,7 +365,8 @@ def write_mask_kernel(
     INPLACE: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
 ):
     """Write one segment of the mask: fill, then the kept candidates (rows in mode 1); a copy
-    (mode 0, out of place); nothing for rows the fallback wrote (mode 2)."""
+    (mode 0, out of place); read, decide and write every entry (mode 4, the wide stage's rows);
+    nothing for rows the fallback wrote (mode 2)."""
     row = tl.program_id(0)
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -371,6 +387,21 @@ def write_mask_kernel(
             tl.store(row_o + offs, fill_block, mask=offs < V)
         tl.debug_barrier()  # the fill lands before the kept values
         tl.store(row_o + cidx, cx.to(out_ty), mask=kept)
+    elif mode == 4:
+        T = tl.load(row_i_ptr + row64 * ROW_I + 1)
+        budget = tl.load(row_i_ptr + row64 * ROW_I + 2)
+        ties_before = tl.load(seg_before_ptr + (row64 * nseg + seg) * 2)
+        fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
+        for off in range(0, seg_len, BLOCK):
+            offs = seg_start + off + tl.arange(0, BLOCK)
+            valid = offs < V
+            x_raw = tl.load(row_x + offs, mask=valid, other=0.0)
+            key = rank_key(x_raw.to(tl.float32), False)
+            tie = valid & (key == T)
+            tie_rank = ties_before + tl.cumsum(tie.to(tl.int32), axis=0) - 1
+            kept = (key > T) | (tie & (tie_rank < budget))
+            tl.store(row_o + offs, tl.where(kept, x_raw.to(out_ty), fill_block), mask=valid)
+            ties_before += tl.sum(tie.to(tl.int32), axis=0)
     elif mode == 0:
         if not INPLACE:
             for off in range(0, seg_len, BLOCK):

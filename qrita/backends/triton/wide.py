@@ -1,0 +1,228 @@
+"""``@triton.jit`` kernels of the wide top-p stage (docs/algorithm.md §7, segmented).
+
+Rows whose top-p set is too large for the candidate scratch (mode 3 after ``threshold_kernel``)
+are resolved here with every segment of the row working in parallel: each round, 16-way pivot
+counts and masses per segment (grid B x S), merged per row in a fixed order (grid B); then the
+entries left in the interval are compacted (B x S) and searched in registers (B). Rows in other
+modes return at once. Imports triton only.
+"""
+
+import triton
+import triton.language as tl
+
+from qrita.backends.triton.fallback import full_row_search, top_p_budget, write_row_decide
+from qrita.backends.triton.primitives import (
+    KEY_MAX,
+    KEY_NAN,
+    key_to_value,
+    rank_key,
+    search_in_registers,
+    weights_of,
+)
+
+ROW_I: tl.constexpr = tl.constexpr(16)  # mode, T, budget, candidates, rounds, lo + 1, hi, cnt_lo, cnt_hi
+ROW_F: tl.constexpr = tl.constexpr(4)  # row max, target mass, +inf mode, mass above hi
+SEG_I: tl.constexpr = tl.constexpr(8)
+PART: tl.constexpr = tl.constexpr(32)  # per segment: 16 counts, key min, key max
+WAYS: tl.constexpr = tl.constexpr(16)
+
+
+@triton.jit
+def wide_pivots(lo, hi):
+    """Lane j of 16 holds lo + (hi - lo) * j // 16 (int64); lane 0 is lo itself."""
+    lanes = tl.arange(0, WAYS).to(tl.int64)
+    return lo + ((hi - lo) * lanes) // WAYS
+
+
+@triton.jit
+def _interval(row_i_ptr, row64):
+    info = row_i_ptr + row64 * ROW_I
+    lo = tl.load(info + 5).to(tl.int64) - 1
+    hi = tl.load(info + 6).to(tl.int64)
+    return lo, hi
+
+
+@triton.jit
+def wide_round_kernel(
+    x_ptr, row_i_ptr, row_f_ptr,
+    V, stride_x, seg_len,
+    part_i_ptr, part_f_ptr,
+    BLOCK: tl.constexpr,
+):
+    """One segment's count and mass above each of 16 pivots of its row's interval, and the
+    smallest / largest key inside the interval. part_i : (B, S, 32) int32, part_f : (B, S, 16)."""
+    row = tl.program_id(0)
+    seg = tl.program_id(1)
+    nseg = tl.num_programs(1)
+    row64 = (row * 0).to(tl.int64) + row
+    mode = tl.load(row_i_ptr + row64 * ROW_I)
+    if mode == 3:
+        lo, hi = _interval(row_i_ptr, row64)
+        row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
+        inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
+        piv = wide_pivots(lo, hi)
+        piv32 = tl.maximum(piv, KEY_NAN).to(tl.int32)  # lane 0 may be KEY_NAN - 1: unused
+        counts = tl.zeros([WAYS], dtype=tl.int32)
+        masses = tl.zeros([WAYS], dtype=tl.float32)
+        key_min = row * 0 + KEY_MAX
+        key_max = row * 0 + KEY_NAN
+        row_x = x_ptr + row64 * stride_x
+        for off in range(0, seg_len, BLOCK):
+            offs = seg * seg_len + off + tl.arange(0, BLOCK)
+            valid = offs < V
+            x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
+            key = rank_key(x, False)
+            w = weights_of(x, row_max, inf_mode)
+            above = valid[:, None] & (key[:, None] > piv32[None, :])
+            counts += tl.sum(above.to(tl.int32), axis=0)
+            masses += tl.sum(tl.where(above, w[:, None], 0.0), axis=0)
+            inside = valid & (key.to(tl.int64) > lo) & (key.to(tl.int64) <= hi)
+            key_min = tl.minimum(key_min, tl.min(tl.where(inside, key, KEY_MAX), axis=0))
+            key_max = tl.maximum(key_max, tl.max(tl.where(inside, key, KEY_NAN), axis=0))
+        slot = row64 * nseg + seg
+        lanes = tl.arange(0, WAYS)
+        tl.store(part_i_ptr + slot * PART + lanes, counts)
+        tl.store(part_i_ptr + slot * PART + WAYS, key_min)
+        tl.store(part_i_ptr + slot * PART + WAYS + 1, key_max)
+        tl.store(part_f_ptr + slot * WAYS + lanes, masses)
+
+
+@triton.jit
+def wide_narrow_kernel(
+    row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr,
+    nseg,
+    NSEG_P2: tl.constexpr,
+):
+    """Merge the segments' pivot counts in a fixed order and narrow the row's interval."""
+    row = tl.program_id(0)
+    row64 = (row * 0).to(tl.int64) + row
+    info = row_i_ptr + row64 * ROW_I
+    mode = tl.load(info)
+    if mode == 3:
+        lo, hi = _interval(row_i_ptr, row64)
+        cnt_lo = tl.load(info + 7)
+        cnt_hi = tl.load(info + 8)
+        target = tl.load(row_f_ptr + row64 * ROW_F + 1)
+        mass_hi = tl.load(row_f_ptr + row64 * ROW_F + 3)
+        segs = tl.arange(0, NSEG_P2)
+        ok = segs < nseg
+        lanes = tl.arange(0, WAYS)
+        base = (row64 * nseg + segs) * PART
+        counts = tl.sum(tl.load(part_i_ptr + base[:, None] + lanes[None, :], mask=ok[:, None],
+                                other=0), axis=0)
+        masses = tl.sum(tl.load(part_f_ptr + (row64 * nseg + segs)[:, None] * WAYS
+                                + lanes[None, :], mask=ok[:, None], other=0.0), axis=0)
+        key_min = tl.min(tl.load(part_i_ptr + base + WAYS, mask=ok, other=KEY_MAX), axis=0)
+        key_max = tl.max(tl.load(part_i_ptr + base + WAYS + 1, mask=ok, other=KEY_NAN), axis=0)
+        piv = wide_pivots(lo, hi)
+        holds = (masses >= target) | (piv == lo)
+        new_lo = tl.max(tl.where(holds, piv, lo), axis=0)
+        new_hi = tl.min(tl.where(holds, hi, piv), axis=0)
+        new_cnt_lo = tl.min(tl.where(holds & (piv > lo), counts, cnt_lo), axis=0)
+        new_cnt_hi = tl.max(tl.where(holds, cnt_hi, counts), axis=0)
+        new_mass_hi = tl.max(tl.where(holds, mass_hi, masses), axis=0)
+        lo = tl.maximum(new_lo, key_min.to(tl.int64) - 1)  # snap onto occupied keys
+        hi = tl.minimum(new_hi, key_max.to(tl.int64))
+        tl.store(info + 4, tl.load(info + 4) + 1)
+        tl.store(info + 5, (lo + 1).to(tl.int32))
+        tl.store(info + 6, hi.to(tl.int32))
+        tl.store(info + 7, new_cnt_lo)
+        tl.store(info + 8, new_cnt_hi)
+        tl.store(row_f_ptr + row64 * ROW_F + 3, new_mass_hi)
+
+
+@triton.jit
+def wide_compact_kernel(
+    x_ptr, row_i_ptr,
+    V, stride_x, seg_len,
+    cand_val_ptr, cand_idx_ptr, seg_i_ptr,
+    BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
+):
+    """Copy one segment's entries with key in the row's interval into its candidate slots."""
+    row = tl.program_id(0)
+    seg = tl.program_id(1)
+    nseg = tl.num_programs(1)
+    row64 = (row * 0).to(tl.int64) + row
+    mode = tl.load(row_i_ptr + row64 * ROW_I)
+    if mode == 3:
+        lo, hi = _interval(row_i_ptr, row64)
+        cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
+        row_x = x_ptr + row64 * stride_x
+        count = row * 0
+        for off in range(0, seg_len, BLOCK):
+            offs = seg * seg_len + off + tl.arange(0, BLOCK)
+            valid = offs < V
+            x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
+            key = rank_key(x, False).to(tl.int64)
+            take = valid & (key > lo) & (key <= hi)
+            pos = count + tl.cumsum(take.to(tl.int32), axis=0) - 1
+            slot_ok = take & (pos < CAP_SEG)
+            tl.store(cand_val_ptr + cand + pos, x, mask=slot_ok)
+            tl.store(cand_idx_ptr + cand + pos, offs, mask=slot_ok)
+            count += tl.sum(take.to(tl.int32), axis=0)
+        tl.store(seg_i_ptr + (row64 * nseg + seg) * SEG_I, count)
+
+
+@triton.jit
+def wide_search_kernel(
+    x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr,
+    V, stride_x, stride_out, fill, nseg,
+    out_ptr, seg_before_ptr,
+    BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
+):
+    """Finish a wide row: pivot search and tie counting on the compacted interval (mode 4, the
+    segments write the row), or, if a segment overflowed, the exact single-program fallback
+    (mode 2, written here)."""
+    CAP: tl.constexpr = NSEG_P2 * CAP_SEG
+    row = tl.program_id(0)
+    zero_i = row * 0
+    row64 = zero_i.to(tl.int64) + row
+    info = row_i_ptr + row64 * ROW_I
+    mode = tl.load(info)
+    if mode == 3:
+        lo, hi = _interval(row_i_ptr, row64)
+        cnt_lo = tl.load(info + 7)
+        cnt_hi = tl.load(info + 8)
+        row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
+        target = tl.load(row_f_ptr + row64 * ROW_F + 1)
+        inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
+        mass_hi = tl.load(row_f_ptr + row64 * ROW_F + 3)
+        segs = tl.arange(0, NSEG_P2)
+        seg_cnt = tl.load(seg_i_ptr + (row64 * nseg + segs) * SEG_I, mask=segs < nseg, other=0)
+        row_x = x_ptr + row64 * stride_x
+        if tl.max(seg_cnt, axis=0) <= CAP_SEG:
+            j = tl.arange(0, CAP)
+            seg_of = j // CAP_SEG
+            cnt = tl.load(seg_i_ptr + (row64 * nseg + seg_of) * SEG_I, mask=seg_of < nseg,
+                          other=0)
+            member = (seg_of < nseg) & ((j % CAP_SEG) < cnt)
+            cx = tl.load(cand_val_ptr + row64 * CAP + j, mask=member, other=0.0)
+            ckey = rank_key(cx, False)
+            cw = weights_of(cx, row_max, inf_mode)
+            T = hi.to(tl.int32)
+            if hi - lo > 1:
+                T, r = search_in_registers(ckey, cw, member, lo, hi, cnt_hi, mass_hi, zero_i,
+                                           target, True)
+            at_t = member & (ckey == T)
+            mass_gt = mass_hi + tl.sum(tl.where(member & (ckey > T), cw, 0.0), axis=0)
+            copies = tl.sum(at_t.to(tl.int32), axis=0)
+            w_t = tl.max(tl.where(at_t, cw, 0.0), axis=0)
+            budget = top_p_budget(target, mass_gt, w_t, copies)
+            seg_ties = tl.sum(tl.reshape(at_t.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
+            tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_ties, axis=0)
+                     - seg_ties, mask=segs < nseg)
+            tl.store(info + 0, 4)
+            tl.store(info + 1, T)
+            tl.store(info + 2, budget)
+        else:
+            T, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
+                row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max, inf_mode,
+                cand_val_ptr + row64 * CAP, cand_idx_ptr + row64 * CAP, BLOCK, CAP, True, True,
+                False)
+            w_t = weights_of(key_to_value(T), row_max, inf_mode)
+            budget = top_p_budget(target, mass_gt, w_t, cnt_ge - cnt_gt)
+            write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill, BLOCK,
+                             False)
+            tl.store(info + 0, 2)
+            tl.store(info + 1, T)
+            tl.store(info + 2, budget)
