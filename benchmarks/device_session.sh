@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# One device call: GPU tests and the first measurements, logs under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|tests|bench|all]
+# One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
+#   bash benchmarks/device_session.sh [smoke|bench|tests|final]
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
 OUT="${OUT:-results}"; mkdir -p "$OUT"
-stage="${1:-all}"
+stage="${1:-final}"
+BENCH_S="${BENCH_S:-180}"; TESTS_S="${TESTS_S:-190}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
 python3 -c "import torch, triton, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numpy', numpy.__version__)" | tee -a "$OUT/device.txt"
-if [[ $stage == smoke || $stage == all ]]; then
+if [[ $stage == smoke ]]; then
   timeout 280 python3 benchmarks/smoke_gpu.py 2>&1 | tee "$OUT/smoke.log"
 fi
-if [[ $stage == tests || $stage == all ]]; then
-  timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_triton_masks.py \
-    tests/test_triton_top_k.py tests/test_backend_gpu.py -x --durations=10 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40
+if [[ $stage == bench || $stage == final ]]; then
+  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --vocab 131072 --dtypes float32,bfloat16 \
+    --graphs --plot --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench.log" 2>&1
+  echo "bench exit $?"; tail -c 3500 "$OUT/bench.log"
 fi
-if [[ $stage == bench ]]; then
-  timeout 560 python3 benchmarks/bench.py --out "$OUT" "${@:2}" > "$OUT/bench.log" 2>&1; tail -c 6000 "$OUT/bench.log"
+if [[ $stage == tests || $stage == final ]]; then
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  timeout "$TESTS_S" python3 -m pytest -q -m gpu -p no:cacheprovider \
+    $m::test_gpu_deterministic_and_batch_invariant $m::test_gpu_cuda_graph_capture_and_replay \
+    $m::test_gpu_more_than_2_31_elements $t tests/test_backend_gpu.py $m::test_gpu_batches \
+    $m::test_gpu_real_vocab 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
 fi
