@@ -622,7 +622,7 @@ def measure_copy_bw(nbytes: int = 1 << 30, warmup=10, rep=100) -> float:
     n = nbytes // 4
     src = torch.empty(n, dtype=torch.float32, device=_device()).normal_()
     dst = torch.empty_like(src)
-    ms = time_us(lambda: dst.copy_(src), warmup, rep) * 1e-3
+    ms = time_us(lambda dst=dst, src=src: dst.copy_(src), warmup, rep) * 1e-3
     del src, dst
     if not _CPU_DEBUG:
         torch.cuda.empty_cache()

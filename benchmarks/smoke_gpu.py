@@ -57,15 +57,15 @@ def main() -> int:
                 for scen, (k, p) in SCENARIOS.items():
                     st = torch.zeros((B, ops.STATS_WIDTH), dtype=torch.int32, device="cuda")
                     ops.top_k_top_p_mask(x, k, p, stats=st)
-                    ms = triton.testing.do_bench(lambda: ops.top_k_top_p_mask(x, k, p),
+                    ms = triton.testing.do_bench(lambda x=x, k=k, p=p: ops.top_k_top_p_mask(x, k, p),
                                                  warmup=5, rep=40, return_mode="median")
                     floor_us = 2 * B * V * x.element_size() / bw * 1e6
                     line.append(f"{scen}={ms * 1000:7.1f}us(x{ms * 1000 / floor_us:4.1f},"
                                 f"hit{(st[:, 0] == 1).float().mean().item():.2f})")
                 for k in (50, 1000):
-                    ms = triton.testing.do_bench(lambda: ops.top_k(x, k), warmup=5, rep=40,
+                    ms = triton.testing.do_bench(lambda x=x, k=k: ops.top_k(x, k), warmup=5, rep=40,
                                                  return_mode="median")
-                    ms_t = triton.testing.do_bench(lambda: torch.topk(x, k), warmup=5, rep=40,
+                    ms_t = triton.testing.do_bench(lambda x=x, k=k: torch.topk(x, k), warmup=5, rep=40,
                                                    return_mode="median")
                     line.append(f"top_k{k}={ms * 1000:7.1f}us(torch.topk {ms_t * 1000:7.1f})")
                 print(f"time {str(dtype):14s} V={V} B={B:5d} " + " ".join(line), flush=True)

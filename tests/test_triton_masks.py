@@ -33,7 +33,8 @@ TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16":
 
 
 def _to_device(case_logits: np.ndarray, dtype: str) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(case_logits)).to(DEVICE).to(TORCH_DTYPES[dtype])
+    # a copy: on the CPU (interpreter) torch.from_numpy would share the caller's array
+    return torch.from_numpy(np.array(case_logits, copy=True)).to(DEVICE).to(TORCH_DTYPES[dtype])
 
 
 def _arg(v, dtype=None):
@@ -46,7 +47,7 @@ def _arg(v, dtype=None):
 def _host(t: torch.Tensor) -> np.ndarray:
     """Exact host copy for comparison (bfloat16 widened to float32)."""
     t = t.detach().cpu()
-    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy().copy()  # never a live view
 
 
 def run_and_check(logits_np, dtype, k, p, *, fill=float("-inf"), inplace=False, stats=None):
@@ -56,7 +57,8 @@ def run_and_check(logits_np, dtype, k, p, *, fill=float("-inf"), inplace=False, 
     if inplace:
         assert out.data_ptr() == x.data_ptr()
     assert out.dtype == x.dtype and out.shape == x.shape
-    compare.assert_mask_matches(_host(out), x_host, k, p, fill=fill)
+    fill_in_dtype = float(torch.tensor(fill, dtype=x.dtype).float())  # e.g. -1e4 is -9984 in bf16
+    compare.assert_mask_matches(_host(out), x_host, k, p, fill=fill_in_dtype)
     return out
 
 

@@ -22,7 +22,7 @@ TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16":
 
 def _host(t):
     t = t.detach().cpu()
-    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy().copy()  # never a live view
 
 
 def check(x_np, dtype, k, mode, sorted_):
