@@ -153,6 +153,19 @@ def test_both_paths_are_exercised():
         assert (stats[:, 4].cpu().numpy() <= 64).all()
 
 
+def test_top_p_heavy_ties_stay_on_the_segmented_path():
+    """Rows whose top-p boundary value has more copies than the scratch holds are finished by
+    the segmented stage (mode 4), not the single-program fallback, and stay exact."""
+    rng = np.random.default_rng(8)
+    x = np.concatenate([generators.quantised(generators.gaussian_logits(2, 3001, 2.0, rng), 2),
+                        generators.all_equal_rows(1, 3001),
+                        generators.bf16_round(generators.zipf_logits(1, 3001, 1.1, rng))])
+    for p in (0.3, 0.9):
+        stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+        run_and_check(x, "float32", None, p, stats=stats)
+        assert (stats[:, 0].cpu().numpy() == 4).all(), stats[:, 0]
+
+
 # ------------------------------------------------------------------------------ GPU only
 GPU_VOCABS = [32000, 128256, 151936, 201088, 262144]
 

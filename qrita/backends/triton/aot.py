@@ -79,7 +79,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "seg_len": "i32", "part_i_ptr": "*i32", "part_f_ptr": "*fp32"},
-            dict(BLOCK=block), target, 4)
+            dict(BLOCK=min(512, block)), target, 4)
         out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "nseg": "i32"}, dict(NSEG_P2=nseg_p2), target, 4)

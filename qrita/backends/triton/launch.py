@@ -24,7 +24,8 @@ from qrita.backends.triton.wide import (
 __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "interpreting"]
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
-WIDE_ROUNDS = 2  # 16-way rounds of the wide top-p stage before compaction
+WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage before compaction
+WIDE_BLOCK = 512  # tile of the wide rounds: 16 pivots per entry, so a smaller tile than the passes'
 
 
 def interpreting() -> bool:
@@ -149,7 +150,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         for _ in range(WIDE_ROUNDS):
             wide_round_kernel[grid_seg](
                 x, row_info, ws["row_f"], vocab, x.stride(0), cfg.seg_len, ws["part_i"],
-                ws["part_f"], BLOCK=cfg.block, num_warps=cfg.warps_stream)
+                ws["part_f"], BLOCK=min(WIDE_BLOCK, cfg.block), num_warps=cfg.warps_stream)
             wide_narrow_kernel[(batch,)](
                 row_info, ws["row_f"], ws["part_i"], ws["part_f"], cfg.nseg,
                 NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)

@@ -214,6 +214,17 @@ def wide_search_kernel(
             tl.store(info + 0, 4)
             tl.store(info + 1, T)
             tl.store(info + 2, budget)
+        elif hi - lo == 1:
+            # one key left whose copies overflow the slots: every copy is T, and the compaction
+            # counted each segment's copies (past the capacity too)
+            T = hi.to(tl.int32)
+            w_t = weights_of(key_to_value(T), row_max, inf_mode)
+            budget = top_p_budget(target, mass_hi, w_t, cnt_lo - cnt_hi)
+            tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_cnt, axis=0)
+                     - seg_cnt, mask=segs < nseg)
+            tl.store(info + 0, 4)
+            tl.store(info + 1, T)
+            tl.store(info + 2, budget)
         else:
             T, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
                 row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max, inf_mode,
