@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|bench|tests|final]
+#   bash benchmarks/device_session.sh [smoke|profile|bench|tests|final]
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
 OUT="${OUT:-results}"; mkdir -p "$OUT"
 stage="${1:-final}"
+if [[ $stage == profile ]]; then
+  timeout 400 python3 benchmarks/profile_pipeline.py --out "$OUT" 2>&1 | tee "$OUT/profile.log" | tail -60
+fi
 BENCH_S="${BENCH_S:-180}"; TESTS_S="${TESTS_S:-190}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
 python3 -c "import torch, triton, numpy; print('torch', torch.__version__, 'triton', triton.__version__, 'numpy', numpy.__version__)" | tee -a "$OUT/device.txt"
