@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qrita.reference import oracle
 from qrita.reference.keys import KEY_NAN, KEY_NAN64, key_bits, key_to_value, order_key, weight
 from qrita.reference.ndtri import ndtri
 
@@ -98,28 +99,11 @@ class RowReport:
 
 # ------------------------------------------------------------------------------ 1. row parameters
 def row_params(k, p, batch: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row effective k (0 = off) and p (NaN = off), docs/algorithm.md section 1.
-
-    ``k <= 0`` or ``k >= V``: top-k off. ``p >= 1`` or NaN: top-p off. ``p <= 0``: k = 1 and top-p
-    off (if top-k is on with k >= 1 the kept set is the same first entry).
-    """
-    if k is None:
-        k_rows = np.zeros(batch, dtype=np.int64)
-    else:
-        ka = np.asarray(k)
-        if ka.dtype.kind not in "iu":
-            raise TypeError(f"k must be an integer or an integer array, got {k!r}")
-        k_rows = np.broadcast_to(ka.astype(np.int64).reshape(-1), (batch,)).copy()
-    k_rows[(k_rows <= 0) | (k_rows >= vocab)] = 0
-    if p is None:
-        p_rows = np.full(batch, np.nan)
-    else:
-        p_rows = np.broadcast_to(np.asarray(p, dtype=np.float64).reshape(-1), (batch,)).copy()
-    p_rows[p_rows >= 1] = np.nan
-    zero = p_rows <= 0
-    k_rows[zero] = 1
-    p_rows[zero] = np.nan
-    return k_rows, p_rows
+    """Per-row effective k (0 = off) and p (NaN = off), docs/algorithm.md section 1: the
+    oracle's rules (``k <= 0`` or ``k >= V`` off, ``p >= 1`` or NaN off, ``p <= 0`` -> k = 1)."""
+    if k is not None and np.asarray(k).dtype.kind not in "iu":
+        raise TypeError(f"k must be an integer or an integer array, got {k!r}")
+    return oracle.row_params(k, p, batch, vocab)
 
 
 # ----------------------------------------------------------------------------------- helpers

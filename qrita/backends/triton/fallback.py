@@ -97,23 +97,36 @@ def top_p_budget(target, mass_gt_t, weight_t, copies):
 
 
 @triton.jit
-def write_row_decide(row_in, row_out, V, T, budget, fill, BLOCK: tl.constexpr,
-                     SMALLEST: tl.constexpr):
-    """Fallback output: read and write the row, keeping key > T and the first ``budget`` ties."""
+def keep_decision(key, member, T, budget, ties_before):
+    """Kept flags of a run of entries in index order: key > T, or a copy of T whose rank among the
+    row's copies (``ties_before`` earlier ones) is below ``budget``. Also the run's copies of T."""
+    tie = member & (key == T)
+    tie_rank = ties_before + tl.cumsum(tie.to(tl.int32), axis=0) - 1
+    kept = member & ((key > T) | (tie & (tie_rank < budget)))
+    return kept, tl.sum(tie.to(tl.int32), axis=0)
+
+
+@triton.jit
+def write_span_decide(row_in, row_out, start, stop, V, T, budget, ties_before, fill,
+                      BLOCK: tl.constexpr, SMALLEST: tl.constexpr):
+    """Read entries [start, min(stop, V)) and write each one kept, or ``fill`` (in place safe)."""
     out_ty = row_out.dtype.element_ty
-    ties_before = 0
-    for start in range(0, V, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        valid = offs < V
+    fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
+    for off in range(start, stop, BLOCK):
+        offs = off + tl.arange(0, BLOCK)
+        valid = (offs < V) & (offs < stop)
         x_raw = tl.load(row_in + offs, mask=valid, other=0.0)
         key = rank_key(x_raw.to(tl.float32), SMALLEST)
-        tie = valid & (key == T)
-        tie_rank = ties_before + tl.cumsum(tie.to(tl.int32), axis=0) - 1
-        kept = (key > T) | (tie & (tie_rank < budget))
-        fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
-        out = tl.where(kept, x_raw.to(out_ty), fill_block)
-        tl.store(row_out + offs, out, mask=valid)
-        ties_before += tl.sum(tie.to(tl.int32), axis=0)
+        kept, n_ties = keep_decision(key, valid, T, budget, ties_before)
+        tl.store(row_out + offs, tl.where(kept, x_raw.to(out_ty), fill_block), mask=valid)
+        ties_before += n_ties
+
+
+@triton.jit
+def write_row_decide(row_in, row_out, V, T, budget, fill, BLOCK: tl.constexpr,
+                     SMALLEST: tl.constexpr):
+    """Fallback output: read and write the whole row."""
+    write_span_decide(row_in, row_out, 0, V, V, T, budget, 0, fill, BLOCK, SMALLEST)
 
 
 @triton.jit
@@ -128,11 +141,9 @@ def write_row_select(row_in, sel_val, sel_idx, V, T, budget, BLOCK: tl.constexpr
         valid = offs < V
         x_raw = tl.load(row_in + offs, mask=valid, other=0.0)
         key = rank_key(x_raw.to(tl.float32), SMALLEST)
-        tie = valid & (key == T)
-        tie_rank = ties_before + tl.cumsum(tie.to(tl.int32), axis=0) - 1
-        kept = valid & ((key > T) | (tie & (tie_rank < budget)))
+        kept, n_ties = keep_decision(key, valid, T, budget, ties_before)
         pos = kept_before + tl.cumsum(kept.to(tl.int32), axis=0) - 1
         tl.store(sel_val + pos, x_raw.to(sel_val.dtype.element_ty), mask=kept)
         tl.store(sel_idx + pos, offs.to(tl.int64), mask=kept)
-        ties_before += tl.sum(tie.to(tl.int32), axis=0)
+        ties_before += n_ties
         kept_before += tl.sum(kept.to(tl.int32), axis=0)

@@ -19,9 +19,11 @@ import triton.language as tl
 
 from qrita.backends.triton.fallback import (
     full_row_search,
+    keep_decision,
     top_p_budget,
     write_row_decide,
     write_row_select,
+    write_span_decide,
 )
 from qrita.backends.triton.primitives import (  # noqa: I001
     KEY_MAX,
@@ -251,8 +253,7 @@ def threshold_kernel(
                 budget = top_p_budget(target, mass_gt, w_t, copies)
         # ---- where each segment's ties and kept entries start
         tie = member & (ckey == T)
-        tie_rank = tl.cumsum(tie.to(tl.int32), axis=0) - 1
-        kept = member & ((ckey > T) | (tie & (tie_rank < budget)))
+        kept, n_ties = keep_decision(ckey, member, T, budget, zero_i)
         seg_ties = tl.sum(tl.reshape(tie.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
         seg_kept = tl.sum(tl.reshape(kept.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
         before = (row64 * nseg + lanes) * 2
@@ -350,9 +351,7 @@ def segment_kept(cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_pt
     cx = tl.load(cand_val_ptr + cand_slot + offs, mask=member, other=0.0)
     cidx = tl.load(cand_idx_ptr + cand_slot + offs, mask=member, other=0)
     ckey = rank_key(cx, SMALLEST)
-    tie = member & (ckey == T)
-    tie_rank = ties_before + tl.cumsum(tie.to(tl.int32), axis=0) - 1
-    kept = member & ((ckey > T) | (tie & (tie_rank < budget)))
+    kept, n_ties = keep_decision(ckey, member, T, budget, ties_before)
     kept_rank = kept_before + tl.cumsum(kept.to(tl.int32), axis=0) - 1
     return cx, cidx, kept, kept_rank
 
@@ -391,17 +390,8 @@ def write_mask_kernel(
         T = tl.load(row_i_ptr + row64 * ROW_I + 1)
         budget = tl.load(row_i_ptr + row64 * ROW_I + 2)
         ties_before = tl.load(seg_before_ptr + (row64 * nseg + seg) * 2)
-        fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
-        for off in range(0, seg_len, BLOCK):
-            offs = seg_start + off + tl.arange(0, BLOCK)
-            valid = offs < V
-            x_raw = tl.load(row_x + offs, mask=valid, other=0.0)
-            key = rank_key(x_raw.to(tl.float32), False)
-            tie = valid & (key == T)
-            tie_rank = ties_before + tl.cumsum(tie.to(tl.int32), axis=0) - 1
-            kept = (key > T) | (tie & (tie_rank < budget))
-            tl.store(row_o + offs, tl.where(kept, x_raw.to(out_ty), fill_block), mask=valid)
-            ties_before += tl.sum(tie.to(tl.int32), axis=0)
+        write_span_decide(row_x, row_o, seg_start, seg_start + seg_len, V, T, budget,
+                          ties_before, fill, BLOCK, False)
     elif mode == 0:
         if not INPLACE:
             for off in range(0, seg_len, BLOCK):
