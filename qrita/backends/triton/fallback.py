@@ -112,6 +112,7 @@ def write_span_decide(row_in, row_out, start, stop, V, T, budget, ties_before, f
     """Read entries [start, min(stop, V)) and write each one kept, or ``fill`` (in place safe)."""
     out_ty = row_out.dtype.element_ty
     fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
+    ties_before = budget * 0 + ties_before  # a tensor, also when the caller passes 0
     for off in range(start, stop, BLOCK):
         offs = off + tl.arange(0, BLOCK)
         valid = (offs < V) & (offs < stop)
