@@ -292,6 +292,13 @@ def top_k(x: Any, k: int, /, *, axis: int = -1, mode: str = "largest", sorted: b
         ``x`` not a supported array, bool dtype, or ``k`` / ``axis`` not an integer.
     ValueError
         ``k`` out of range, ``axis`` out of range, unknown ``mode``.
+
+    Notes
+    -----
+    On GPU arrays of float32 / bfloat16 / float16 the Triton pipeline runs with no host
+    synchronisation; its σ-truncated candidate path holds 4096 candidates per row, enough for k up
+    to about 1000; larger k (up to the axis length) is exact on a slower full-row path. float64 and
+    integer GPU arrays take an exact stable sort of order keys.
     """
     adapter, info, k, axis = check_top_k_args(x, k, axis, mode, sorted)
     sorted = bool(sorted)
