@@ -1,5 +1,5 @@
 """NumPy references: the sort-based oracle (the truth), the algorithm mirror, order keys, ndtri."""
 
-from qrita.reference import keys, mirror, ndtri, oracle
+from qrita.reference import keys, mirror, ndtri, oracle, sampling
 
-__all__ = ["keys", "mirror", "ndtri", "oracle"]
+__all__ = ["keys", "mirror", "ndtri", "oracle", "sampling"]

@@ -1,0 +1,278 @@
+"""The public sampling functions (docs/sampling.md): validate, then run the NumPy reference.
+
+GPU arrays are refused with NotImplementedError until the fused kernel exists (issue 6); nothing is
+copied to the host behind the caller's back. No array library is imported here.
+"""
+
+from __future__ import annotations
+
+import numbers
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from qrita._validate import (
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    Checked,
+    _check_row_array,
+    _describe_value,
+    _is_int_scalar,
+    _is_real_scalar,
+    check_mask_args,
+)
+from qrita.backends import ArrayInfo
+from qrita.reference import sampling as _ref
+from qrita.reference.sampling import Candidates
+
+__all__ = ["Candidates", "sample", "top_k_top_p_probs", "candidates"]
+
+_U64 = 2**64
+
+
+def _gpu_error(name: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"qrita.{name} on GPU arrays: the fused kernel is not built yet (issue 6)"
+    )
+
+
+def _check_float_param(v: Any, name: str, info: ArrayInfo, *, temperature: bool) -> Any:
+    """None, a Python float, or the caller's per-row floating array (validated, not read)."""
+    if v is None:
+        return None
+    if _is_real_scalar(v):
+        f = float(v)
+        if temperature and not (np.isfinite(f) and f >= 0):
+            raise ValueError(
+                f"temperature must be a finite number >= 0 (0 means greedy), got {_describe_value(v)}"
+            )
+        return f
+    wanted = f"a real number (int, float or {info.library} floating array)"
+    if isinstance(v, (bool, np.bool_)) or isinstance(v, numbers.Number):
+        raise TypeError(f"{name} must be {wanted}, got {_describe_value(v)}")
+    _check_row_array(v, name, info, FLOAT_DTYPES, "a floating", wanted)
+    return v
+
+
+def _check_counter(v: Any, name: str, info: ArrayInfo) -> Any:
+    """A seed / offset: a Python int in [0, 2^64) or the caller's per-row integer array."""
+    if _is_int_scalar(v):
+        if not 0 <= int(v) < _U64:
+            raise ValueError(f"{name} must satisfy 0 <= {name} < 2**64, got {int(v)}")
+        return int(v)
+    wanted = f"an integer (int, numpy integer or {info.library} integer array)"
+    if isinstance(v, (bool, np.bool_)) or isinstance(v, numbers.Number):
+        raise TypeError(f"{name} must be {wanted}, got {_describe_value(v)}")
+    _check_row_array(v, name, info, INT_DTYPES, "an integer", wanted)
+    return v
+
+
+def _check_bool(v: Any, name: str) -> bool:
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {_describe_value(v)}")
+    return bool(v)
+
+
+def _check_common(
+    logits: Any, k: Any, p: Any, temperature: Any, min_p: Any, name: str
+) -> tuple[Checked, Any, Any]:
+    c = check_mask_args(logits, k, p, -np.inf, False)
+    t = _check_float_param(temperature, "temperature", c.info, temperature=True)
+    m = _check_float_param(min_p, "min_p", c.info, temperature=False)
+    adapter = c.adapter
+    is_traced = getattr(adapter, "is_traced", None)
+    if is_traced is not None and is_traced(logits):
+        raise NotImplementedError(
+            f"qrita.{name} on traced JAX arrays (inside jax.jit) is not supported"
+        )
+    if c.info.on_gpu:
+        raise _gpu_error(name)
+    return c, t, m
+
+
+def _host(adapter: ModuleType, v: Any, dtype: Any) -> Any:
+    """A per-row parameter as a 1-D NumPy array of ``dtype``; scalars and None pass through."""
+    if v is None or isinstance(v, (int, float)):
+        return v
+    a = np.asarray(adapter.to_numpy(v)).reshape(-1)
+    if dtype is np.uint64:
+        return a.astype(np.int64 if a.dtype.kind == "i" else np.uint64).astype(np.uint64)
+    return a.astype(dtype)
+
+
+def _wrap(info: ArrayInfo, adapter: ModuleType, a: np.ndarray, like: Any) -> Any:
+    """``a`` in the caller's library and device with ``a``'s own dtype (not ``like``'s)."""
+    if info.library == "numpy":
+        return a
+    if info.library == "torch":
+        import torch
+
+        return torch.from_numpy(np.array(a, order="C"))  # keeps 0-d.to(device=like.device)
+    if a.dtype.kind in "iu":  # jax: integers follow its index dtype, as for top_k indices
+        return adapter.from_numpy(a, like)
+    import jax
+
+    return jax.device_put(a, list(like.devices())[0])
+
+
+def _fresh_seeds(batch: int) -> np.ndarray:
+    """One fresh 64-bit seed per row from NumPy's default entropy source."""
+    return np.random.default_rng().integers(0, _U64, size=batch, dtype=np.uint64)
+
+
+def sample(
+    logits: Any,
+    /,
+    *,
+    k: Any = None,
+    p: Any = None,
+    min_p: Any = None,
+    temperature: Any = None,
+    seed: Any = None,
+    offset: Any = None,
+    return_logprob: bool = False,
+) -> Any:
+    """Draw one token per row from the top-k / top-p / min-p filtered softmax.
+
+    Parameters
+    ----------
+    logits : array, shape (V,) or (B, V), dtype float16, bfloat16, float32 or float64
+        A NumPy, torch or JAX array on the CPU (GPU arrays: NotImplementedError for now).
+    k, p : as in :func:`qrita.top_k_top_p_mask` (scalar or per-row), applied to the scaled logits.
+    min_p : None, float, or floating array of shape (B,)
+        Keep entries whose probability is >= min_p times the row's largest (after top-p).
+        ``min_p <= 0``, NaN or None: off; values above 1 act as 1.
+    temperature : None, float >= 0, or floating array of shape (B,)
+        Logits are divided by it first (None means 1). 0 means greedy: the first entry of the
+        order. Per-row values that are not > 0 (0, negative, NaN) are greedy too.
+    seed : None, int in [0, 2**64), or integer array of shape (B,)
+        Philox key. None draws a fresh seed per row (not reproducible).
+    offset : None, int in [0, 2**64), or integer array of shape (B,)
+        Philox counter (None means 0). A row's token depends only on its logits, parameters,
+        seed and offset: with a scalar seed and offset every row uses the same uniform.
+    return_logprob : bool, default False
+        Also return the log-probability of each token under the distribution it was drawn from.
+
+    Returns
+    -------
+    tokens : int64 array of shape (B,), or shape () for (V,) logits, in logits' library/device
+        (JAX without x64: int32).
+    logprobs : only with ``return_logprob``; float32 (float64 for float64 logits), same shape.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`qrita.top_k_top_p_mask`; also for a bad temperature, min_p, seed, offset or
+        return_logprob (the message names the argument and the value).
+    NotImplementedError
+        GPU arrays (the kernel is not built yet) and traced JAX arrays.
+
+    Notes
+    -----
+    The contract, including exactly how the uniforms are made, is docs/sampling.md.
+    """
+    c, t, m = _check_common(logits, k, p, temperature, min_p, "sample")
+    info = c.info
+    s = None if seed is None else _check_counter(seed, "seed", info)
+    o = 0 if offset is None else _check_counter(offset, "offset", info)
+    want_logprob = _check_bool(return_logprob, "return_logprob")
+    adapter = c.adapter
+    x = np.asarray(adapter.to_numpy(logits))
+    batch = 1 if x.ndim == 1 else x.shape[0]
+    s = _fresh_seeds(batch) if s is None else _host(adapter, s, np.uint64)
+    tokens, logp = _ref.sample(
+        x,
+        _host(adapter, c.k, np.int64),
+        _host(adapter, c.p, np.float64),
+        min_p=_host(adapter, m, np.float64),
+        temperature=_host(adapter, t, np.float64),
+        seed=s,
+        offset=_host(adapter, o, np.uint64),
+        return_logprob=True,
+    )
+    tokens = _wrap(info, adapter, np.asarray(tokens, dtype=np.int64), logits)
+    if not want_logprob:
+        return tokens
+    return tokens, _wrap(info, adapter, np.asarray(logp), logits)
+
+
+def top_k_top_p_probs(
+    logits: Any,
+    k: Any = None,
+    p: Any = None,
+    /,
+    *,
+    temperature: Any = None,
+    min_p: Any = None,
+) -> Any:
+    """The distribution :func:`sample` draws from: renormalised over the kept set, 0 elsewhere.
+
+    Parameters
+    ----------
+    logits, k, p, temperature, min_p : as in :func:`sample`.
+
+    Returns
+    -------
+    array of logits' shape, library and device; float32 for float16 / bfloat16 / float32 logits,
+    float64 for float64. Temperature 0 (greedy) gives a one-hot row.
+    """
+    c, t, m = _check_common(logits, k, p, temperature, min_p, "top_k_top_p_probs")
+    adapter = c.adapter
+    x = np.asarray(adapter.to_numpy(logits))
+    out = _ref.probs(
+        x,
+        _host(adapter, c.k, np.int64),
+        _host(adapter, c.p, np.float64),
+        min_p=_host(adapter, m, np.float64),
+        temperature=_host(adapter, t, np.float64),
+        dtype=np.float64 if c.info.dtype == "float64" else np.float32,
+    )
+    return _wrap(c.info, adapter, out, logits)
+
+
+def candidates(
+    logits: Any,
+    k: Any = None,
+    p: Any = None,
+    /,
+    *,
+    temperature: Any = None,
+    min_p: Any = None,
+    max_candidates: Any = None,
+) -> Candidates:
+    """Per row, the kept entries in rank order with their probabilities, packed to the left.
+
+    Parameters
+    ----------
+    logits, k, p, temperature, min_p : as in :func:`sample`.
+    max_candidates : None or int >= 1
+        Width M of the result (None: V). Rows with more kept entries keep their first M.
+
+    Returns
+    -------
+    Candidates
+        ``indices`` (B, M) int64, -1 after the kept entries; ``probs`` (B, M) float32 (float64
+        for float64 logits), 0 after them; ``counts`` (B,) int64, the number of kept entries
+        (can exceed M). For (V,) logits: shapes (M,), (M,), ().
+    """
+    c, t, m = _check_common(logits, k, p, temperature, min_p, "candidates")
+    if max_candidates is not None:
+        if not _is_int_scalar(max_candidates):
+            raise TypeError(
+                f"max_candidates must be None or an integer, got {_describe_value(max_candidates)}"
+            )
+        if int(max_candidates) < 1:
+            raise ValueError(f"max_candidates must be >= 1, got {int(max_candidates)}")
+        max_candidates = int(max_candidates)
+    adapter = c.adapter
+    x = np.asarray(adapter.to_numpy(logits))
+    res = _ref.candidates(
+        x,
+        _host(adapter, c.k, np.int64),
+        _host(adapter, c.p, np.float64),
+        min_p=_host(adapter, m, np.float64),
+        temperature=_host(adapter, t, np.float64),
+        max_candidates=max_candidates,
+    )
+    return Candidates(*(_wrap(c.info, adapter, np.asarray(a), logits) for a in res))

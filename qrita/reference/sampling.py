@@ -1,0 +1,303 @@
+"""NumPy reference of sampling: docs/sampling.md in code.
+
+The keep-set of top-k then top-p is :func:`qrita.reference.oracle.keep_mask` applied to the
+temperature-scaled logits (float64); min-p then filters the survivors; the token is drawn by inverse
+CDF over the kept entries in rank order from one uniform per row, and the uniform comes from a
+NumPy Philox-4x32-10 keyed by the row's seed and counted by the row's offset.
+Everything is computed in float64.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from qrita.reference import oracle
+
+__all__ = [
+    "Candidates",
+    "PHILOX_M0",
+    "PHILOX_M1",
+    "PHILOX_W0",
+    "PHILOX_W1",
+    "philox4x32",
+    "random_words",
+    "uniforms",
+    "row_sampling_params",
+    "keep_mask",
+    "probs",
+    "candidates",
+    "sample_with_uniforms",
+    "sample",
+]
+
+# Philox-4x32 constants (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy as 1, 2, 3",
+# SC'11): round multipliers and the Weyl sequence that bumps the key between rounds.
+PHILOX_M0 = np.uint64(0xD2511F53)
+PHILOX_M1 = np.uint64(0xCD9E8D57)
+PHILOX_W0 = np.uint32(0x9E3779B9)
+PHILOX_W1 = np.uint32(0xBB67AE85)
+_MASK32 = np.uint64(0xFFFFFFFF)
+_SHIFT32 = np.uint64(32)
+_TWO_POW_M24 = 2.0**-24
+
+
+class Candidates(NamedTuple):
+    """Result of :func:`candidates`.
+
+    ``indices`` (B, M) int64: the kept entries in rank order, then -1; ``probs`` (B, M): their
+    probabilities, then 0; ``counts`` (B,) int64: the number of kept entries (may exceed M).
+    """
+
+    indices: np.ndarray
+    probs: np.ndarray
+    counts: np.ndarray
+
+
+# ---------------------------------------------------------------------------------------------
+# the generator
+
+
+def philox4x32(c0, c1, c2, c3, k0, k1, rounds: int = 10):
+    """Philox-4x32 with ``rounds`` rounds (10 by default) on uint32 arrays (broadcast together).
+
+    One round maps counter (c0, c1, c2, c3) and key (k0, k1) to
+    ``(hi(M1*c2) ^ c1 ^ k0, lo(M1*c2), hi(M0*c0) ^ c3 ^ k1, lo(M0*c0))``, where hi / lo are the
+    upper / lower 32 bits of the 64-bit product; the key then advances by (W0, W1) mod 2^32.
+
+    Returns
+    -------
+    tuple of four uint32 ndarrays, the output words.
+    """
+    c0, c1, c2, c3, k0, k1 = np.broadcast_arrays(
+        *(np.asarray(v, dtype=np.uint32) for v in (c0, c1, c2, c3, k0, k1))
+    )
+    c0, c1, c2, c3 = (c.astype(np.uint64) for c in (c0, c1, c2, c3))
+    k0, k1 = k0.astype(np.uint64), k1.astype(np.uint64)
+    for _ in range(rounds):
+        p0 = PHILOX_M0 * c0  # < 2^64: no wrap-around
+        p1 = PHILOX_M1 * c2
+        c0, c1, c2, c3 = (
+            (p1 >> _SHIFT32) ^ c1 ^ k0,
+            p1 & _MASK32,
+            (p0 >> _SHIFT32) ^ c3 ^ k1,
+            p0 & _MASK32,
+        )
+        k0 = (k0 + np.uint64(PHILOX_W0)) & _MASK32
+        k1 = (k1 + np.uint64(PHILOX_W1)) & _MASK32
+    return tuple(c.astype(np.uint32) for c in (c0, c1, c2, c3))
+
+
+def _as_u64(v) -> np.ndarray:
+    """Integers (Python ints in [0, 2^64) or integer arrays) as uint64 bit patterns."""
+    a = np.asarray(v)
+    if a.dtype == object or a.dtype.kind not in "iu":
+        a = np.asarray(v, dtype=np.uint64)
+    return a.astype(np.uint64)  # signed values: two's complement reinterpretation
+
+
+def random_words(seed, offset):
+    """The four Philox words for key = seed (lo, hi) and counter = (offset lo, offset hi, 0, 0).
+
+    This is Triton's ``tl.randint4x(seed, offset)`` for a 64-bit ``offset``.
+    """
+    s, o = np.broadcast_arrays(_as_u64(seed), _as_u64(offset))
+    return philox4x32(
+        (o & _MASK32).astype(np.uint32),
+        (o >> _SHIFT32).astype(np.uint32),
+        np.zeros(o.shape, np.uint32),
+        np.zeros(o.shape, np.uint32),
+        (s & _MASK32).astype(np.uint32),
+        (s >> _SHIFT32).astype(np.uint32),
+    )
+
+
+def uniforms(seed, offset) -> np.ndarray:
+    """One uniform in [0, 1) per (seed, offset): the top 24 bits of the first word, times 2^-24.
+
+    Exactly representable in float32 and float64; float64 is returned.
+    """
+    w0 = random_words(seed, offset)[0]
+    return (w0 >> np.uint32(8)).astype(np.float64) * _TWO_POW_M24
+
+
+# ---------------------------------------------------------------------------------------------
+# the distribution
+
+
+def _rows(v, batch: int, dtype, default) -> np.ndarray:
+    if v is None:
+        return np.full(batch, default, dtype=dtype)
+    return np.broadcast_to(np.asarray(v, dtype=dtype).reshape(-1), (batch,)).copy()
+
+
+def row_sampling_params(temperature, min_p, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row temperature (float64; greedy where not > 0) and min-p (float64; NaN = off)."""
+    t = _rows(temperature, batch, np.float64, 1.0)
+    m = _rows(min_p, batch, np.float64, np.nan)
+    m[m <= 0] = np.nan
+    m[m > 1] = 1.0
+    return t, m
+
+
+def _weights(vals: np.ndarray) -> np.ndarray | None:
+    """Unnormalised float64 probabilities of one row's values (largest weight 1); None if undefined.
+
+    +inf entries share all the mass; otherwise ``exp(x - max)`` over finite entries, 0 elsewhere.
+    """
+    if np.any(vals == np.inf):
+        return (vals == np.inf).astype(np.float64)
+    finite = np.isfinite(vals)
+    if not finite.any():
+        return None
+    w = np.zeros(vals.shape, dtype=np.float64)
+    w[finite] = np.exp(vals[finite] - vals[finite].max())
+    return w
+
+
+def _distributions(logits, k, p, min_p, temperature):
+    """Per row: kept indices in rank order and their normalised float64 probabilities.
+
+    Returns (x2, list of (indices, probs)) with x2 the (B, V) input view.
+    """
+    x2 = logits.reshape(1, -1) if logits.ndim == 1 else logits
+    batch = x2.shape[0]
+    t_rows, m_rows = row_sampling_params(temperature, min_p, batch)
+    xf = oracle.as_float64(x2)
+    greedy = ~(t_rows > 0)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        scaled = xf / np.where(greedy, 1.0, t_rows)[:, None]
+    keep = oracle.keep_mask(scaled, k, p)
+    ordr = oracle.order(scaled)
+    out = []
+    for b in range(batch):
+        if greedy[b]:
+            idx = oracle.order(xf[b])[:1]
+            out.append((idx, np.ones(1)))
+            continue
+        idx = ordr[b][keep[b, ordr[b]]]
+        w = _weights(scaled[b, idx])
+        if w is None:  # mass undefined: all of it on the first entry of the order
+            w = np.zeros(idx.shape[0])
+            w[0] = 1.0
+        elif not np.isnan(m_rows[b]):
+            sel = w >= m_rows[b]
+            idx, w = idx[sel], w[sel]
+        out.append((idx, w / w.sum()))
+    return x2, out
+
+
+def _float_out(logits: np.ndarray):
+    return np.float64 if logits.dtype == np.float64 else np.float32
+
+
+def keep_mask(logits, k=None, p=None, *, min_p=None, temperature=None) -> np.ndarray:
+    """Boolean (B, V) / (V,) mask of the entries that can be sampled (zero-probability ones too)."""
+    x2, dists = _distributions(logits, k, p, min_p, temperature)
+    keep = np.zeros(x2.shape, dtype=bool)
+    for b, (idx, _) in enumerate(dists):
+        keep[b, idx] = True
+    return keep.reshape(logits.shape)
+
+
+def probs(logits, k=None, p=None, *, min_p=None, temperature=None, dtype=None) -> np.ndarray:
+    """The renormalised distribution over the kept set, zeros elsewhere.
+
+    dtype: float32 for float16 / bfloat16 / float32 logits, float64 for float64 (default).
+    """
+    x2, dists = _distributions(logits, k, p, min_p, temperature)
+    out = np.zeros(x2.shape, dtype=np.float64)
+    for b, (idx, pr) in enumerate(dists):
+        out[b, idx] = pr
+    return out.reshape(logits.shape).astype(dtype or _float_out(logits))
+
+
+def candidates(
+    logits, k=None, p=None, *, min_p=None, temperature=None, max_candidates=None
+) -> Candidates:
+    """Kept indices in rank order (-1 padded), their probabilities (0 padded) and the counts.
+
+    The width M is ``max_candidates`` or V; rows with more kept entries are cut to the first M.
+    For (V,) logits the results have shapes (M,), (M,) and ().
+    """
+    x2, dists = _distributions(logits, k, p, min_p, temperature)
+    width = x2.shape[1] if max_candidates is None else int(max_candidates)
+    idx_out = np.full((x2.shape[0], width), -1, dtype=np.int64)
+    pr_out = np.zeros((x2.shape[0], width), dtype=np.float64)
+    counts = np.zeros(x2.shape[0], dtype=np.int64)
+    for b, (idx, pr) in enumerate(dists):
+        n = min(width, idx.shape[0])
+        idx_out[b, :n] = idx[:n]
+        pr_out[b, :n] = pr[:n]
+        counts[b] = idx.shape[0]
+    pr_out = pr_out.astype(_float_out(logits))
+    if logits.ndim == 1:
+        return Candidates(idx_out[0], pr_out[0], counts.reshape(()))
+    return Candidates(idx_out, pr_out, counts)
+
+
+# ---------------------------------------------------------------------------------------------
+# sampling
+
+
+def _draw(idx: np.ndarray, pr: np.ndarray, u: float) -> tuple[int, float]:
+    """Inverse CDF over the rank order: the first entry whose cumulative mass exceeds u * total."""
+    csum = np.cumsum(pr)
+    j = int(np.searchsorted(csum, u * csum[-1], side="right"))
+    j = min(j, idx.shape[0] - 1)  # u < 1 makes this unreachable; kept for safety
+    return int(idx[j]), float(np.log(pr[j]))
+
+
+def sample_with_uniforms(
+    logits, uniforms, k=None, p=None, *, min_p=None, temperature=None, return_logprob=False
+):
+    """Tokens drawn with the given uniforms (one per row, in [0, 1)).
+
+    Parameters
+    ----------
+    logits : ndarray (V,) or (B, V), floating
+    uniforms : float or ndarray (B,), values in [0, 1)
+    k, p, min_p, temperature : None, scalars or (B,) arrays (docs/sampling.md)
+
+    Returns
+    -------
+    tokens : int64, shape (B,) or () ; with ``return_logprob`` also the log-probabilities
+    (float32, or float64 for float64 logits) of the drawn tokens under the sampled distribution.
+    """
+    x2, dists = _distributions(logits, k, p, min_p, temperature)
+    u = np.broadcast_to(np.asarray(uniforms, dtype=np.float64).reshape(-1), (x2.shape[0],))
+    tokens = np.zeros(x2.shape[0], dtype=np.int64)
+    logp = np.zeros(x2.shape[0], dtype=np.float64)
+    for b, (idx, pr) in enumerate(dists):
+        tokens[b], logp[b] = _draw(idx, pr, float(u[b]))
+    logp = logp.astype(_float_out(logits))
+    if logits.ndim == 1:
+        tokens, logp = tokens.reshape(()), logp.reshape(())
+    return (tokens, logp) if return_logprob else tokens
+
+
+def sample(
+    logits,
+    k=None,
+    p=None,
+    *,
+    min_p=None,
+    temperature=None,
+    seed=0,
+    offset=0,
+    return_logprob=False,
+):
+    """Reference of :func:`qrita.sample` with explicit seed / offset (scalars or (B,) arrays)."""
+    batch = 1 if logits.ndim == 1 else logits.shape[0]
+    s = np.broadcast_to(_as_u64(seed).reshape(-1), (batch,))
+    o = np.broadcast_to(_as_u64(offset).reshape(-1), (batch,))
+    return sample_with_uniforms(
+        logits,
+        uniforms(s, o),
+        k,
+        p,
+        min_p=min_p,
+        temperature=temperature,
+        return_logprob=return_logprob,
+    )

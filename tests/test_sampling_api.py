@@ -1,0 +1,256 @@
+"""qrita.sample / top_k_top_p_probs / candidates: library round trips, agreement with the
+reference, the GPU refusal, and every validation error (docs/sampling.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import numpy as np
+import pytest
+
+import qrita
+from qrita.backends import ArrayInfo, _numpy, adapter_for
+from qrita.reference import sampling as ref
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="no torch")
+needs_jax = pytest.mark.skipif(
+    importlib.util.find_spec("jax") is None
+    or importlib.util.find_spec("qrita.backends._jax") is None,
+    reason="no jax",
+)
+
+
+@pytest.fixture
+def logits() -> np.ndarray:
+    return np.random.default_rng(1).normal(size=(6, 20)).astype(np.float32)
+
+
+def test_exports():
+    for name in ("sample", "top_k_top_p_probs", "candidates", "Candidates"):
+        assert hasattr(qrita, name)
+
+
+def test_numpy_matches_reference(logits):
+    seeds = np.arange(6, dtype=np.int64) * 1000
+    offs = np.array([0, 1, 2, 3, 4, 2**40], dtype=np.int64)
+    k = np.array([0, 1, 3, 5, 20, 7], dtype=np.int32)
+    p = np.array([1.0, 0.5, 0.9, 0.2, 0.7, 0.95], dtype=np.float32)
+    t = np.array([1.0, 0.5, 0.0, 2.0, 1.3, 0.8], dtype=np.float32)
+    m = np.array([0.0, 0.1, 0.2, 0.3, 0.05, 0.5], dtype=np.float32)
+    tok, lp = qrita.sample(
+        logits, k=k, p=p, min_p=m, temperature=t, seed=seeds, offset=offs, return_logprob=True
+    )
+    want_tok, want_lp = ref.sample(
+        logits, k, p, min_p=m, temperature=t, seed=seeds, offset=offs, return_logprob=True
+    )
+    assert tok.dtype == np.int64 and tok.shape == (6,)
+    assert lp.dtype == np.float32
+    np.testing.assert_array_equal(tok, want_tok)
+    np.testing.assert_array_equal(lp, want_lp)
+    assert tok[2] == np.argmax(logits[2])  # temperature 0
+    probs = qrita.top_k_top_p_probs(logits, k, p, temperature=t, min_p=m)
+    np.testing.assert_array_equal(probs, ref.probs(logits, k, p, min_p=m, temperature=t))
+    assert probs.dtype == np.float32 and probs.shape == logits.shape
+    assert np.all(probs[np.arange(6), tok] > 0)
+    np.testing.assert_allclose(lp, np.log(probs[np.arange(6), tok]), rtol=1e-6)
+    c = qrita.candidates(logits, k, p, temperature=t, min_p=m, max_candidates=4)
+    assert isinstance(c, qrita.Candidates) and c.indices.shape == (6, 4)
+    want = ref.candidates(logits, k, p, min_p=m, temperature=t, max_candidates=4)
+    for a, b in zip(c, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_scalars_broadcast_and_1d(logits):
+    row = logits[0]
+    tok = qrita.sample(row, k=5, p=0.9, seed=3, offset=8)
+    assert isinstance(tok, np.ndarray) and tok.shape == () and tok.dtype == np.int64
+    batch = qrita.sample(logits, k=5, p=0.9, seed=3, offset=8)
+    assert int(tok) == int(batch[0])
+    tok, lp = qrita.sample(row.astype(np.float64), seed=3, return_logprob=True)
+    assert lp.dtype == np.float64 and lp.shape == ()
+    assert qrita.top_k_top_p_probs(row.astype(np.float64)).dtype == np.float64
+    c = qrita.candidates(row, 3)
+    assert c.indices.shape == (20,) and c.counts.shape == () and int(c.counts) == 3
+    assert qrita.sample(row, temperature=0) == np.argmax(row)
+
+
+def test_defaults_offset_zero_and_fresh_seeds():
+    x = np.zeros((64, 1000), dtype=np.float32)
+    assert int(qrita.sample(x[0], seed=5)) == int(qrita.sample(x[0], seed=5, offset=0))
+    same = qrita.sample(x, seed=5)  # scalar seed and offset: one uniform for every row
+    assert np.all(same == same[0])
+    fresh = qrita.sample(x)  # seed=None: a fresh seed per row
+    assert len(set(fresh.tolist())) > 1
+    assert fresh.min() >= 0 and fresh.max() < 1000
+
+
+def test_batch_invariance_through_the_api():
+    rng = np.random.default_rng(2)
+    row = rng.normal(size=100).astype(np.float32)
+    batch = rng.normal(size=(256, 100)).astype(np.float32)
+    batch[200] = row
+    seeds = rng.integers(0, 2**63, size=256)
+    offs = rng.integers(0, 2**63, size=256)
+    seeds[200], offs[200] = 42, 77
+    got = qrita.sample(batch, p=0.8, seed=seeds, offset=offs)
+    assert int(got[200]) == int(qrita.sample(row, p=0.8, seed=42, offset=77))
+    assert np.array_equal(got, qrita.sample(batch, p=0.8, seed=seeds, offset=offs))
+
+
+@needs_torch
+def test_torch_round_trip(logits):
+    import torch
+
+    for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+        t = torch.from_numpy(logits).to(dtype)
+        a = adapter_for(t).to_numpy(t)
+        seeds = torch.arange(6, dtype=torch.int64)
+        tok, lp = qrita.sample(
+            t, k=4, p=torch.full((6,), 0.9), seed=seeds, offset=3, return_logprob=True
+        )
+        assert isinstance(tok, torch.Tensor) and tok.dtype == torch.int64 and tok.shape == (6,)
+        want_lp = torch.float64 if dtype == torch.float64 else torch.float32
+        assert lp.dtype == want_lp
+        want = ref.sample(a, 4, np.full(6, 0.9), seed=np.arange(6), offset=3)
+        assert tok.tolist() == want.tolist()
+        probs = qrita.top_k_top_p_probs(t, 4, None, temperature=0.7)
+        assert isinstance(probs, torch.Tensor) and probs.dtype == want_lp
+        c = qrita.candidates(t, 4)
+        assert c.indices.dtype == torch.int64 and c.probs.dtype == want_lp
+    assert qrita.sample(torch.from_numpy(logits[0]), seed=1).shape == ()
+
+
+@needs_jax
+def test_jax_round_trip(logits):
+    import jax
+    import jax.numpy as jnp
+
+    cpu = jax.devices("cpu")[0]
+    x = jax.device_put(jnp.asarray(logits), cpu)
+    tok, lp = qrita.sample(x, k=3, seed=jax.device_put(jnp.arange(6), cpu), return_logprob=True)
+    assert isinstance(tok, jax.Array) and tok.shape == (6,)
+    assert np.asarray(tok).tolist() == ref.sample(logits, 3, seed=np.arange(6)).tolist()
+    assert lp.dtype == jnp.float32
+    assert qrita.top_k_top_p_probs(x, 3).dtype == jnp.float32
+    with pytest.raises(NotImplementedError, match="jax.jit"):
+        jax.jit(lambda y: qrita.sample(y, seed=0))(x)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x: qrita.sample(x, seed=0),
+        lambda x: qrita.top_k_top_p_probs(x),
+        lambda x: qrita.candidates(x),
+    ],
+    ids=["sample", "top_k_top_p_probs", "candidates"],
+)
+def test_gpu_arrays_are_refused(monkeypatch, logits, call):
+    def describe(x):
+        return ArrayInfo("numpy", tuple(x.shape), x.dtype.name, "cuda:0", True, True)
+
+    monkeypatch.setattr(_numpy, "describe", describe)
+    with pytest.raises(
+        NotImplementedError, match=r"on GPU arrays: the fused kernel is not built yet \(issue 6\)"
+    ):
+        call(logits)
+
+
+ERRORS = [
+    (
+        dict(logits=np.zeros((2, 2, 2), np.float32)),
+        ValueError,
+        "logits must have shape (V,) or (B, V)",
+    ),
+    (dict(logits=np.zeros((2, 0), np.float32)), ValueError, "non-empty last axis"),
+    (dict(logits=np.zeros((2, 3), np.int32)), TypeError, "logits must have a floating dtype"),
+    (
+        dict(logits=[1.0, 2.0]),
+        TypeError,
+        "logits must be a numpy, torch, cupy or jax array, got list",
+    ),
+    (dict(k=2.0), TypeError, "k must be an integer"),
+    (dict(k=np.zeros(3, np.int64)), ValueError, "k array must have shape (2,)"),
+    (dict(p="0.5"), TypeError, "p must be a real number"),
+    (dict(p=np.zeros(2, np.int64)), TypeError, "p array must have a floating dtype"),
+    (
+        dict(temperature=-0.5),
+        ValueError,
+        "temperature must be a finite number >= 0 (0 means greedy), got -0.5",
+    ),
+    (dict(temperature=float("nan")), ValueError, "temperature must be a finite number >= 0"),
+    (dict(temperature=float("inf")), ValueError, "temperature must be a finite number >= 0"),
+    (dict(temperature=True), TypeError, "temperature must be a real number"),
+    (dict(temperature=1j), TypeError, "temperature must be a real number"),
+    (
+        dict(temperature=np.ones(3, np.float32)),
+        ValueError,
+        "temperature array must have shape (2,)",
+    ),
+    (
+        dict(temperature=np.ones(2, np.int32)),
+        TypeError,
+        "temperature array must have a floating dtype, got dtype int32",
+    ),
+    (dict(temperature="hot"), TypeError, "temperature must be a real number"),
+    (dict(min_p="x"), TypeError, "min_p must be a real number"),
+    (dict(min_p=np.ones((2, 1), np.float32)), ValueError, "min_p array must have shape (2,)"),
+]
+SAMPLE_ERRORS = [
+    (dict(seed=-1), ValueError, "seed must satisfy 0 <= seed < 2**64, got -1"),
+    (dict(seed=2**64), ValueError, "seed must satisfy 0 <= seed < 2**64, got 18446744073709551616"),
+    (dict(seed=1.5), TypeError, "seed must be an integer"),
+    (dict(seed=True), TypeError, "seed must be an integer"),
+    (dict(seed=np.zeros(2, np.float32)), TypeError, "seed array must have an integer dtype"),
+    (dict(seed=np.zeros(5, np.int64)), ValueError, "seed array must have shape (2,)"),
+    (dict(offset=-3), ValueError, "offset must satisfy 0 <= offset < 2**64, got -3"),
+    (dict(offset="0"), TypeError, "offset must be an integer"),
+    (dict(return_logprob=1), TypeError, "return_logprob must be a bool, got 1 (int)"),
+]
+
+
+@pytest.mark.parametrize("kwargs,exc,msg", ERRORS + SAMPLE_ERRORS)
+def test_sample_errors(kwargs, exc, msg):
+    kwargs = dict(kwargs)
+    x = kwargs.pop("logits", np.zeros((2, 4), np.float32))
+    with pytest.raises(exc, match=re.escape(msg)):
+        qrita.sample(x, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs,exc,msg", ERRORS)
+@pytest.mark.parametrize("fn", [qrita.top_k_top_p_probs, qrita.candidates])
+def test_probs_and_candidates_errors(fn, kwargs, exc, msg):
+    kwargs = dict(kwargs)
+    x = kwargs.pop("logits", np.zeros((2, 4), np.float32))
+    k, p = kwargs.pop("k", None), kwargs.pop("p", None)
+    with pytest.raises(exc, match=re.escape(msg)):
+        fn(x, k, p, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "value,exc,msg",
+    [
+        (0, ValueError, "max_candidates must be >= 1, got 0"),
+        (-2, ValueError, "max_candidates must be >= 1, got -2"),
+        (2.0, TypeError, "max_candidates must be None or an integer, got 2.0 (float)"),
+        (True, TypeError, "max_candidates must be None or an integer"),
+    ],
+)
+def test_max_candidates_errors(value, exc, msg):
+    with pytest.raises(exc, match=re.escape(msg)):
+        qrita.candidates(np.zeros((2, 4), np.float32), max_candidates=value)
+
+
+@needs_torch
+def test_mixed_libraries_and_1d_arrays():
+    import torch
+
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(TypeError, match="seed is a torch array but logits is a numpy array"):
+        qrita.sample(x, seed=torch.zeros(2, dtype=torch.int64))
+    with pytest.raises(TypeError, match="temperature is a numpy array but logits is a torch array"):
+        qrita.sample(torch.zeros(2, 4), temperature=np.ones(2, np.float32))
+    # 1-D logits take (1,) or () per-row arrays
+    tok = qrita.sample(np.zeros(4, np.float32), seed=np.array([3]), offset=np.array(2))
+    assert int(tok) == int(qrita.sample(np.zeros(4, np.float32), seed=3, offset=2))
