@@ -9,7 +9,7 @@ Importing qrita imports no array library other than NumPy.
 from __future__ import annotations
 
 from qrita._api import TopK, top_k, top_k_mask, top_k_top_p_mask, top_p_mask
-from qrita._sampling_api import (  # noqa: F401  (in __all__ once tests/test_import.py lists them)
+from qrita._sampling_api import (
     Candidates,
     candidates,
     sample,
@@ -18,4 +18,15 @@ from qrita._sampling_api import (  # noqa: F401  (in __all__ once tests/test_imp
 
 __version__ = "0.1.0"
 
-__all__ = ["TopK", "top_k", "top_k_mask", "top_p_mask", "top_k_top_p_mask", "__version__"]
+__all__ = [
+    "TopK",
+    "top_k",
+    "top_k_mask",
+    "top_p_mask",
+    "top_k_top_p_mask",
+    "Candidates",
+    "candidates",
+    "sample",
+    "top_k_top_p_probs",
+    "__version__",
+]

@@ -46,7 +46,8 @@ def test_numpy_calls_load_no_array_library():
 def test_public_surface():
     assert qrita.__version__ == "0.1.0"
     assert sorted(qrita.__all__) == sorted(
-        ["TopK", "top_k", "top_k_mask", "top_p_mask", "top_k_top_p_mask", "__version__"]
+        ["TopK", "top_k", "top_k_mask", "top_p_mask", "top_k_top_p_mask", "Candidates",
+         "candidates", "sample", "top_k_top_p_probs", "__version__"]
     )
     for name in qrita.__all__:
         assert hasattr(qrita, name)
