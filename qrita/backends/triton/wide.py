@@ -43,6 +43,18 @@ def _interval(row_i_ptr, row64):
 
 
 @triton.jit
+def _search_state(row_i_ptr, row_f_ptr, row64):
+    """A wide row's interval (lo, hi], counts above lo / hi, target mass and mass above hi."""
+    info = row_i_ptr + row64 * ROW_I
+    lo, hi = _interval(row_i_ptr, row64)
+    cnt_lo = tl.load(info + 7)
+    cnt_hi = tl.load(info + 8)
+    target = tl.load(row_f_ptr + row64 * ROW_F + 1)
+    mass_hi = tl.load(row_f_ptr + row64 * ROW_F + 3)
+    return lo, hi, cnt_lo, cnt_hi, target, mass_hi
+
+
+@triton.jit
 def wide_round_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, seg_len,
@@ -99,11 +111,7 @@ def wide_narrow_kernel(
     info = row_i_ptr + row64 * ROW_I
     mode = tl.load(info)
     if mode == 3:
-        lo, hi = _interval(row_i_ptr, row64)
-        cnt_lo = tl.load(info + 7)
-        cnt_hi = tl.load(info + 8)
-        target = tl.load(row_f_ptr + row64 * ROW_F + 1)
-        mass_hi = tl.load(row_f_ptr + row64 * ROW_F + 3)
+        lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
         segs = tl.arange(0, NSEG_P2)
         ok = segs < nseg
         lanes = tl.arange(0, WAYS)
@@ -180,13 +188,9 @@ def wide_search_kernel(
     info = row_i_ptr + row64 * ROW_I
     mode = tl.load(info)
     if mode == 3:
-        lo, hi = _interval(row_i_ptr, row64)
-        cnt_lo = tl.load(info + 7)
-        cnt_hi = tl.load(info + 8)
+        lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
         row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
-        target = tl.load(row_f_ptr + row64 * ROW_F + 1)
         inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
-        mass_hi = tl.load(row_f_ptr + row64 * ROW_F + 3)
         segs = tl.arange(0, NSEG_P2)
         seg_cnt = tl.load(seg_i_ptr + (row64 * nseg + segs) * SEG_I, mask=segs < nseg, other=0)
         row_x = x_ptr + row64 * stride_x
