@@ -74,7 +74,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         "seg_before_ptr": "*i32"},
         dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"],
              WIDE=flags["HAS_P"] and not flags["SELECT"], BLOCK=block, CAP_SEG=cap_seg,
-             NSEG_P2=nseg_p2), target, 8)
+             NSEG_P2=nseg_p2, DENSE=1024), target, 8)
     if flags["HAS_P"] and not flags["SELECT"]:
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",

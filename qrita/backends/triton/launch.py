@@ -50,6 +50,9 @@ class PipelineConfig:
     sample: int  # first-tile sample of the σ-cutoff
     warps_stream: int
     warps_search: int
+    dense: int = 1024  # candidates searched densely packed when a row has at most this many
+    block_cand: int = 0  # tile of the candidate pass (0: ``block``)
+    warps_cand: int = 0  # warps of the candidate pass (0: ``warps_stream``)
     oversample: float = 4.0
 
     @property
@@ -65,19 +68,20 @@ class PipelineConfig:
 def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
     """The launch table (measured on the H200, BENCHMARKS.md)."""
     if interpreting():
-        block, seg_min, max_segs, cap, sample = 128, 256, 64, 256, 128
+        block, seg_min, max_segs, cap, sample, dense = 128, 256, 64, 256, 128, 64
     else:
         block = 2048 if dtype == torch.float32 else 4096
-        seg_min, max_segs, cap, sample = 8192, 64, 4096, 1024
+        seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
     seg_len = min(seg_len, -(-vocab // block) * block)
     nseg = -(-vocab // seg_len)
     nseg_p2 = next_pow2(nseg)
+    sample = max(16, min(sample, next_pow2(vocab)))
     return PipelineConfig(block=block, seg_len=seg_len, nseg=nseg, nseg_p2=nseg_p2,
-                          cap_seg=max(cap // nseg_p2, 16), sample=min(sample, next_pow2(vocab)),
-                          warps_stream=4, warps_search=8)
+                          cap_seg=max(cap // nseg_p2, 16), sample=sample,
+                          warps_stream=4, warps_search=8, dense=dense)
 
 
 def _flags(k, p):
@@ -133,8 +137,8 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     candidates_kernel[(batch, cfg.nseg)](
         x, k_ptr, p_ptr, ws["cutoff"], vocab, x.stride(0), cfg.seg_len, k_scalar, p_scalar,
         cand_val, cand_idx, seg_f, seg_i,
-        **flags, SMALLEST=smallest, BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
-        num_warps=cfg.warps_stream,
+        **flags, SMALLEST=smallest, BLOCK=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg,
+        NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_cand or cfg.warps_stream,
     )
     threshold_kernel[(batch,)](
         x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
@@ -143,7 +147,8 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         out if out is not None else x, sel_val if sel_val is not None else x,
         sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"], seg_before,
         **flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block,
-        CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_search,
+        CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, DENSE=min(cfg.dense, cfg.cap),
+        num_warps=cfg.warps_search,
     )
     if wide:
         grid_seg = (batch, cfg.nseg)

@@ -90,6 +90,22 @@ def cutoff_kernel(
 
 
 @triton.jit
+def online_mass(x, valid, is_cand, lane_max, lane_mass, lane_cand_mass):
+    """One tile of a per-lane online softmax: each lane keeps its running max m and the sums of
+    exp(x - m) over all finite entries and over the candidates (one exp per entry)."""
+    finite = valid & (tl.abs(x) < float("inf"))
+    xf = tl.where(finite, x, -float("inf"))
+    grow = xf > lane_max
+    new_max = tl.maximum(lane_max, xf)
+    # exp(old max - x) when x raises the lane's max, exp(x - max) otherwise; 0 for -inf entries
+    ratio = tl.where(finite, tl.exp(tl.minimum(lane_max, xf) - new_max), 0.0)
+    cand = is_cand.to(tl.float32)
+    lane_mass = tl.where(grow, lane_mass * ratio + 1.0, lane_mass + ratio)
+    lane_cand_mass = tl.where(grow, lane_cand_mass * ratio + cand, lane_cand_mass + ratio * cand)
+    return new_max, lane_mass, lane_cand_mass
+
+
+@triton.jit
 def candidates_kernel(
     x_ptr, k_ptr, p_ptr, cutoff_ptr,
     V, stride_x, seg_len, k_scalar, p_scalar,
@@ -126,29 +142,41 @@ def candidates_kernel(
     if k_on | p_on:
         cutoff_key = tl.load(cutoff_ptr + row)
         seg_start = seg * seg_len
+        # per-lane accumulators, reduced once after the loop (no cross-warp work per tile)
+        lane_key_max = tl.full([BLOCK], KEY_NAN, tl.int32)
+        lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
+        lane_mass = tl.zeros([BLOCK], tl.float32)
+        lane_cand_mass = tl.zeros([BLOCK], tl.float32)
+        lane_inf = tl.zeros([BLOCK], tl.int32)
+        lane_inf_cand = tl.zeros([BLOCK], tl.int32)
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + tl.arange(0, BLOCK)
             valid = offs < V
             x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
-            key = rank_key(x, SMALLEST)
-            key_max = tl.maximum(key_max, tl.max(tl.where(valid, key, KEY_NAN), axis=0))
+            key = tl.where(valid, rank_key(x, SMALLEST), KEY_NAN)
+            lane_key_max = tl.maximum(lane_key_max, key)
             is_cand = valid & (key >= cutoff_key)
             if HAS_P:
-                finite = valid & (tl.abs(x) < float("inf"))
-                new_max = tl.maximum(seg_max, tl.max(tl.where(finite, x, -float("inf")), axis=0))
-                scale = tl.where(seg_max > -float("inf"), tl.exp(seg_max - new_max), 0.0)
-                e = tl.where(finite, tl.exp(tl.where(finite, x, 0.0) - new_max), 0.0)
-                seg_mass = seg_mass * scale + tl.sum(e, axis=0)
-                cand_mass = cand_mass * scale + tl.sum(tl.where(is_cand, e, 0.0), axis=0)
-                seg_max = new_max
+                lane_max, lane_mass, lane_cand_mass = online_mass(
+                    x, valid, is_cand, lane_max, lane_mass, lane_cand_mass)
                 is_inf = valid & (x == float("inf"))
-                n_inf += tl.sum(is_inf.to(tl.int32), axis=0)
-                n_inf_cand += tl.sum((is_inf & is_cand).to(tl.int32), axis=0)
-            pos = n_cand + tl.cumsum(is_cand.to(tl.int32), axis=0) - 1
-            keep_slot = is_cand & (pos < CAP_SEG)
-            tl.store(cand_val + pos, x, mask=keep_slot)
-            tl.store(cand_idx + pos, offs, mask=keep_slot)
-            n_cand += tl.sum(is_cand.to(tl.int32), axis=0)
+                lane_inf += is_inf.to(tl.int32)
+                lane_inf_cand += (is_inf & is_cand).to(tl.int32)
+            n_tile = tl.sum(is_cand.to(tl.int32), axis=0)
+            if n_tile > 0:  # candidates are sparse: most tiles skip the compaction
+                pos = n_cand + tl.cumsum(is_cand.to(tl.int32), axis=0) - 1
+                keep_slot = is_cand & (pos < CAP_SEG)
+                tl.store(cand_val + pos, x, mask=keep_slot)
+                tl.store(cand_idx + pos, offs, mask=keep_slot)
+            n_cand += n_tile
+        key_max = tl.max(lane_key_max, axis=0)
+        if HAS_P:
+            seg_max = tl.max(lane_max, axis=0)
+            lane_scale = tl.where(lane_max > -float("inf"), tl.exp(lane_max - seg_max), 0.0)
+            seg_mass = tl.sum(lane_mass * lane_scale, axis=0)
+            cand_mass = tl.sum(lane_cand_mass * lane_scale, axis=0)
+            n_inf = tl.sum(lane_inf, axis=0)
+            n_inf_cand = tl.sum(lane_inf_cand, axis=0)
     tl.store(seg_f_ptr + slot * SEG_F + 0, seg_max)
     tl.store(seg_f_ptr + slot * SEG_F + 1, seg_mass)
     tl.store(seg_f_ptr + slot * SEG_F + 2, cand_mass)
@@ -160,13 +188,96 @@ def candidates_kernel(
 
 
 @triton.jit
+def row_boundary(ckey, cw, member, k, k_on, p, p_on, row_mass, V, zero_i):
+    """Boundary key T, tie budget and pivot rounds of one row from its candidates in registers
+    (top-k, then top-p over the renormalised survivors)."""
+    zero_f = zero_i.to(tl.float32)
+    rounds = zero_i
+    T_k = zero_i + KEY_NAN  # top-k off: every key is above KEY_NAN - 1 ...
+    budget_k = zero_i + V  # ... and every copy is within budget
+    if k_on:
+        T_k, r = search_in_registers(ckey, cw, member, zero_i.to(tl.int64) + KEY_NAN - 1,
+                                     zero_i.to(tl.int64) + KEY_MAX, zero_i, zero_f,
+                                     k, zero_f, False)
+        rounds += r
+        budget_k = k - tl.sum((member & (ckey > T_k)).to(tl.int32), axis=0)
+    T = T_k
+    budget = budget_k
+    if p_on:
+        w_tk = tl.max(tl.where(member & (ckey == T_k), cw, 0.0), axis=0)
+        surv_mass = tl.sum(tl.where(member & (ckey > T_k), cw, 0.0), axis=0) + budget_k * w_tk
+        surv_mass = tl.where(k_on, surv_mass, row_mass)
+        if surv_mass > 0.0:
+            target = p * surv_mass
+            lo_p = tl.where(k_on, T_k.to(tl.int64) - 1, KEY_NAN - 1)
+            T_p, r = search_in_registers(ckey, cw, member, lo_p, zero_i.to(tl.int64) + KEY_MAX,
+                                         zero_i, zero_f, zero_i, target, True)
+            rounds += r
+            at_t = member & (ckey == T_p)
+            copies = tl.sum(at_t.to(tl.int32), axis=0)
+            copies = tl.where(T_p == T_k, tl.minimum(copies, budget_k), copies)
+            mass_gt = tl.sum(tl.where(member & (ckey > T_p), cw, 0.0), axis=0)
+            w_t = tl.max(tl.where(at_t, cw, 0.0), axis=0)
+            T = T_p
+            budget = top_p_budget(target, mass_gt, w_t, copies)
+    return T, budget, rounds
+
+
+@triton.jit
+def dense_boundary(cand_val_ptr, row64, seg_cand, n_cand, row_max, inf_mode, k, k_on, p, p_on,
+                   row_mass, V, zero_i, SMALLEST: tl.constexpr, CAP_SEG: tl.constexpr,
+                   NSEG_P2: tl.constexpr, DENSE: tl.constexpr):
+    """:func:`row_boundary` on a row's n_cand <= DENSE candidates packed densely (segment order),
+    plus the ties and kept entries per segment."""
+    lanes = tl.arange(0, NSEG_P2)
+    j = tl.arange(0, DENSE)
+    past = j[:, None] >= tl.cumsum(seg_cand, axis=0)[None, :]  # segment ends at or before j
+    seg_of = tl.sum(past.to(tl.int32), axis=1)
+    pos = j - tl.sum(tl.where(past, seg_cand[None, :], 0), axis=1)
+    member = j < n_cand
+    cx = tl.load(cand_val_ptr + row64 * (NSEG_P2 * CAP_SEG) + seg_of * CAP_SEG + pos,
+                 mask=member, other=0.0)
+    ckey = rank_key(cx, SMALLEST)
+    T, budget, rounds = row_boundary(ckey, weights_of(cx, row_max, inf_mode), member, k, k_on,
+                                     p, p_on, row_mass, V, zero_i)
+    tie = member & (ckey == T)
+    kept, n_ties = keep_decision(ckey, member, T, budget, zero_i)
+    in_seg = seg_of[:, None] == lanes[None, :]
+    seg_ties = tl.sum((in_seg & tie[:, None]).to(tl.int32), axis=0)
+    seg_kept = tl.sum((in_seg & kept[:, None]).to(tl.int32), axis=0)
+    return T, budget, rounds, seg_ties, seg_kept
+
+
+@triton.jit
+def slot_boundary(cand_val_ptr, seg_i_ptr, row64, nseg, row_max, inf_mode, k, k_on, p, p_on,
+                  row_mass, V, zero_i, SMALLEST: tl.constexpr, CAP_SEG: tl.constexpr,
+                  NSEG_P2: tl.constexpr):
+    """:func:`row_boundary` on every candidate slot of a row (NSEG_P2 x CAP_SEG), plus the ties
+    and kept entries per segment."""
+    j = tl.arange(0, NSEG_P2 * CAP_SEG)
+    seg_of = j // CAP_SEG
+    pos = j % CAP_SEG
+    cnt = tl.load(seg_i_ptr + (row64 * nseg + seg_of) * SEG_I, mask=seg_of < nseg, other=0)
+    member = (seg_of < nseg) & (pos < cnt)
+    cx = tl.load(cand_val_ptr + row64 * (NSEG_P2 * CAP_SEG) + j, mask=member, other=0.0)
+    ckey = rank_key(cx, SMALLEST)
+    T, budget, rounds = row_boundary(ckey, weights_of(cx, row_max, inf_mode), member, k, k_on,
+                                     p, p_on, row_mass, V, zero_i)
+    tie = member & (ckey == T)
+    kept, n_ties = keep_decision(ckey, member, T, budget, zero_i)
+    seg_ties = tl.sum(tl.reshape(tie.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
+    seg_kept = tl.sum(tl.reshape(kept.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
+    return T, budget, rounds, seg_ties, seg_kept
+
+
+@triton.jit
 def threshold_kernel(
     x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
     V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg,
     out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
-    CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
+    CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
 ):
     """Boundary key and tie budget of one row (steps 3-5), or the full-row fallback (step 7).
 
@@ -216,47 +327,18 @@ def threshold_kernel(
     budget = budget_k
     rounds = zero_i
     if hit:
-        # ---- candidates of all segments, in segment (= index) order, in registers
-        j = tl.arange(0, CAP)
-        seg_of = j // CAP_SEG
-        pos = j % CAP_SEG
-        cnt = tl.load(seg_i_ptr + (row64 * nseg + seg_of) * SEG_I, mask=seg_of < nseg, other=0)
-        member = (seg_of < nseg) & (pos < cnt)
-        cx = tl.load(cand_val_ptr + row64 * CAP + j, mask=member, other=0.0)
-        ckey = rank_key(cx, SMALLEST)
-        cw = weights_of(cx, row_max, inf_mode)
-        if k_on:
-            T_k, r = search_in_registers(ckey, cw, member, zero_i.to(tl.int64) + KEY_NAN - 1,
-                                         zero_i.to(tl.int64) + KEY_MAX, zero_i, zero_f,
-                                         k, zero_f, False)
-            rounds += r
-            budget_k = k - tl.sum((member & (ckey > T_k)).to(tl.int32), axis=0)
-        T = T_k
-        budget = budget_k
-        if p_on:
-            w_tk = tl.max(tl.where(member & (ckey == T_k), cw, 0.0), axis=0)
-            surv_mass = tl.sum(tl.where(member & (ckey > T_k), cw, 0.0), axis=0) + budget_k * w_tk
-            surv_mass = tl.where(k_on, surv_mass, row_mass)
-            if surv_mass > 0.0:
-                target = p * surv_mass
-                lo_p = tl.where(k_on, T_k.to(tl.int64) - 1, KEY_NAN - 1)
-                T_p, r = search_in_registers(ckey, cw, member, lo_p,
-                                             zero_i.to(tl.int64) + KEY_MAX, zero_i,
-                                             zero_f, zero_i, target, True)
-                rounds += r
-                at_t = member & (ckey == T_p)
-                copies = tl.sum(at_t.to(tl.int32), axis=0)
-                copies = tl.where(T_p == T_k, tl.minimum(copies, budget_k), copies)
-                mass_gt = tl.sum(tl.where(member & (ckey > T_p), cw, 0.0), axis=0)
-                w_t = tl.max(tl.where(at_t, cw, 0.0), axis=0)
-                T = T_p
-                budget = top_p_budget(target, mass_gt, w_t, copies)
-        # ---- where each segment's ties and kept entries start
-        tie = member & (ckey == T)
-        kept, n_ties = keep_decision(ckey, member, T, budget, zero_i)
-        seg_ties = tl.sum(tl.reshape(tie.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
-        seg_kept = tl.sum(tl.reshape(kept.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
+        # ---- candidates of all segments, in segment (= index) order, in registers: densely
+        # packed when they fit DENSE slots (the usual case), else every slot of the scratch
         before = (row64 * nseg + lanes) * 2
+        if n_cand <= DENSE:
+            T, budget, rounds, seg_ties, seg_kept = dense_boundary(
+                cand_val_ptr, row64, seg_cand, n_cand, row_max, inf_mode, k, k_on, p, p_on,
+                row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2, DENSE)
+        else:
+            T, budget, rounds, seg_ties, seg_kept = slot_boundary(
+                cand_val_ptr, seg_i_ptr, row64, nseg, row_max, inf_mode, k, k_on, p, p_on,
+                row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2)
+        # ---- where each segment's ties and kept entries start
         tl.store(seg_before_ptr + before + 0, tl.cumsum(seg_ties, axis=0) - seg_ties, mask=seg_ok)
         tl.store(seg_before_ptr + before + 1, tl.cumsum(seg_kept, axis=0) - seg_kept, mask=seg_ok)
     elif active:

@@ -5,6 +5,7 @@ import triton.language as tl
 
 KEY_NAN = tl.constexpr(-2147483648)  # below the key of -inf (-2139095041)
 KEY_MAX = tl.constexpr(2147483647)
+SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 
 
 @triton.jit
@@ -172,7 +173,11 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
     lowered to the sample's own top-p' threshold when that is lower.
     Only speed depends on the cutoff: the answer is exact whatever it is.
     """
-    offs = tl.arange(0, SAMPLE)
+    # SAMPLE_CHUNKS contiguous chunks spread over the row (the whole row when V <= SAMPLE)
+    CHUNK: tl.constexpr = SAMPLE // SAMPLE_CHUNKS
+    lane = tl.arange(0, SAMPLE)
+    chunk_stride = tl.maximum((V // SAMPLE_CHUNKS) // 16 * 16, CHUNK)
+    offs = tl.where(V > SAMPLE, (lane // CHUNK) * chunk_stride + lane % CHUNK, lane)
     valid = offs < V
     x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
     if SMALLEST:
@@ -196,9 +201,9 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
         cut = tl.where(usable & (frac < 1.0), cut, -float("inf"))
         cut_key = order_key(cut)
         predicted = tl.sum((valid & (keys >= cut_key)).to(tl.float32), axis=0) * V / n_valid
-        if (predicted < kf) | (predicted > max_cands):
+        if (predicted < kf) | (predicted > tl.minimum(max_cands, 4.0 * want)):
             r_k = kf * n_valid / V
-            rank = tl.ceil(r_k + 4.0 * tl.sqrt(r_k) + 4.0)
+            rank = tl.ceil(r_k + 3.0 * tl.sqrt(r_k) + 3.0)
             rank = tl.minimum(tl.maximum(rank, 1.0), n_valid.to(tl.float32))
             cut_key = kth_largest_key(keys, valid, rank.to(tl.int32), zero_i)
     else:

@@ -1,0 +1,121 @@
+"""Per-row uniforms for sampling on the GPU: Philox-4x32-10 keyed by (seed, offset), docs/sampling.md.
+
+One uniform per row, ``u = (w0 >> 8) * 2**-24`` with ``w0 = tl.randint(seed, offset)`` (the first
+word of ``tl.randint4x``: key = seed, counter = (offset lo, offset hi, 0, 0)), bit for bit the
+NumPy reference :func:`qrita.reference.sampling.uniforms`. ``tl.rand`` is *not* used: its
+integer-to-float conversion is different.
+
+Seeds and offsets are uint64 values carried as int64 bit patterns (two's complement); nothing here
+reads device data on the host, so every call can be captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["uniforms", "as_u64_bits", "fresh_seed"]
+
+_U64 = 2**64
+_I64_MAX = 2**63 - 1
+_BLOCK = 128
+
+
+@triton.jit
+def _uniform_kernel(seed_ptr, offset_ptr, out_ptr, n, seed_stride, offset_stride, base_seed,
+                    FRESH: tl.constexpr, BLOCK: tl.constexpr):
+    """out[i] = uniform of (seed[i], offset[i]); with FRESH the seed is derived from base_seed."""
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    valid = i < n
+    rows = i.to(tl.int64)
+    if FRESH:
+        # 0x9E3779B97F4A7C15 as int64 (odd): distinct seeds per row, wrapping int64 arithmetic
+        seed = base_seed + rows * (-7046029254386353131)
+    else:
+        seed = tl.load(seed_ptr + rows * seed_stride, mask=valid, other=0)
+    offset = tl.load(offset_ptr + rows * offset_stride, mask=valid, other=0)
+    word = tl.randint(seed, offset).to(tl.uint32, bitcast=True)
+    u = (word >> 8).to(tl.float32) * (1.0 / 16777216.0)
+    tl.store(out_ptr + i, u, mask=valid)
+
+
+def as_u64_bits(v: int | torch.Tensor | None, batch: int, device: torch.device) -> torch.Tensor:
+    """A seed / offset as an int64 tensor of uint64 bit patterns, shape (batch,) or (1,).
+
+    Parameters
+    ----------
+    v : None (0), a Python int in [0, 2**64), or an integer tensor of shape (batch,), (1,) or ()
+        on ``device``. Signed values are read as their two's-complement uint64 bit patterns
+        (-1 is 2**64 - 1); a uint64 tensor is reinterpreted, not converted.
+    batch : number of rows
+    device : where the result lives
+
+    Returns
+    -------
+    torch.Tensor, int64, shape (batch,) for a per-row tensor, else (1,) (broadcast by the kernel).
+    """
+    if v is None:
+        v = 0
+    if isinstance(v, int):
+        if not 0 <= v < _U64:
+            raise ValueError(f"seeds and offsets must lie in [0, 2**64), got {v}")
+        bits = v - _U64 if v > _I64_MAX else v
+        return torch.full((1,), bits, dtype=torch.int64, device=device)
+    t = v.reshape(-1)
+    if t.dtype == torch.uint64:
+        t = t.view(torch.int64)
+    elif t.dtype != torch.int64:
+        t = t.to(torch.int64)  # sign-extends signed types, zero-extends unsigned ones
+    return t.contiguous()
+
+
+def fresh_seed() -> int:
+    """A fresh host-side random int in [0, 2**63) (no device data is read)."""
+    return secrets.randbits(63)
+
+
+def uniforms(
+    seed: int | torch.Tensor | None,
+    offset: int | torch.Tensor | None,
+    batch: int,
+    device: torch.device | str,
+) -> torch.Tensor:
+    """One uniform per row in [0, 1) on a 2**-24 grid, from Philox-4x32-10.
+
+    Parameters
+    ----------
+    seed : None, int in [0, 2**64), or integer tensor (batch,) on ``device``
+        The Philox key. None draws a fresh seed on the host (:func:`fresh_seed`) and derives a
+        distinct seed per row from it on the device (not reproducible; under CUDA-graph capture
+        the host draw happens once, at capture, so pass seeds explicitly there).
+    offset : None (0), int in [0, 2**64), or integer tensor (batch,) on ``device``
+        The Philox counter.
+    batch : number of rows B
+    device : the device of the result
+
+    Returns
+    -------
+    torch.Tensor (B,), float32: ``(tl.randint(seed, offset) >> 8) * 2**-24`` per row, equal bit
+    for bit to :func:`qrita.reference.sampling.uniforms` of the same uint64 seed and offset.
+    """
+    device = torch.device(device)
+    out = torch.empty(batch, dtype=torch.float32, device=device)
+    if batch == 0:
+        return out
+    off = as_u64_bits(offset, batch, device)
+    fresh = seed is None
+    if fresh:
+        base = fresh_seed()
+        seeds = off  # unused pointer
+    else:
+        base = 0
+        seeds = as_u64_bits(seed, batch, device)
+    grid = (triton.cdiv(batch, _BLOCK),)
+    _uniform_kernel[grid](
+        seeds, off, out, batch, 0 if seeds.numel() == 1 else 1, 0 if off.numel() == 1 else 1,
+        base, FRESH=fresh, BLOCK=_BLOCK,
+    )
+    return out
