@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|profile|bench|tests|final]
+#   bash benchmarks/device_session.sh [smoke|tune|profile|bench|tests|final]
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
 OUT="${OUT:-results}"; mkdir -p "$OUT"
 stage="${1:-final}"
-if [[ $stage == profile ]]; then
-  timeout 400 python3 benchmarks/profile_pipeline.py --out "$OUT" 2>&1 | tee "$OUT/profile.log" | tail -60
+if [[ $stage == tune ]]; then
+  timeout "${TUNE_S:-200}" python3 benchmarks/tune_launch.py --out "$OUT" 2>&1 | grep -v Warn | tee "$OUT/tune.log" | tail -90
+fi
+if [[ $stage == profile || $stage == tune ]]; then
+  timeout "${PROFILE_S:-400}" python3 benchmarks/profile_pipeline.py --out "$OUT" --batch "${PROFILE_B:-1,64,1024}" 2>&1 \
+    | grep -v Warn | tee "$OUT/profile.log" | tail -60
 fi
 BENCH_S="${BENCH_S:-180}"; TESTS_S="${TESTS_S:-190}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
