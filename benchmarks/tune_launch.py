@@ -27,7 +27,7 @@ try:  # the per-kernel timer of the profiling script (same folder)
 except ImportError:  # pragma: no cover - run from the repository root
     from benchmarks.profile_pipeline import kernel_times
 
-CANDIDATE_CONFIGS = [(1024, 1), (1024, 2), (1024, 4), (2048, 2), (2048, 4), (4096, 4), (4096, 8)]
+CANDIDATE_CONFIGS = [(512, 2), (512, 4), (1024, 2), (1024, 4), (1024, 8), (2048, 4), (2048, 8)]
 SCENARIOS = {"topk50": (50, None), "topp0.9": (None, 0.9)}
 
 

@@ -1,12 +1,16 @@
-"""The public sampling functions (docs/sampling.md): validate, then run the NumPy reference.
+"""The public sampling functions (docs/sampling.md): validate, then dispatch.
 
-GPU arrays are refused with NotImplementedError until the fused kernel exists (issue 6); nothing is
-copied to the host behind the caller's back. No array library is imported here.
+GPU arrays (torch CUDA / ROCm, CuPy, eager JAX on one GPU) run
+:mod:`qrita.backends.triton.sampling_ops` on a zero-copy torch view, with no host
+synchronisation; everything else runs the NumPy reference. Traced JAX arrays (inside
+``jax.jit``) are refused with NotImplementedError. No array library is imported here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import numbers
+import warnings
 from types import ModuleType
 from typing import Any
 
@@ -31,10 +35,43 @@ __all__ = ["Candidates", "sample", "top_k_top_p_probs", "candidates"]
 _U64 = 2**64
 
 
-def _gpu_error(name: str) -> NotImplementedError:
-    return NotImplementedError(
-        f"qrita.{name} on GPU arrays: the fused kernel is not built yet (issue 6)"
-    )
+_OPS_WARNED = False
+
+
+def _load_gpu() -> ModuleType | None:
+    """The GPU sampler, or None (with a one-time warning) if Triton / torch cannot be imported."""
+    global _OPS_WARNED
+    try:
+        from qrita.backends.triton import sampling_ops
+    except ImportError as exc:
+        if not _OPS_WARNED:
+            warnings.warn(
+                f"qrita: the Triton kernels are unavailable ({exc}); GPU arrays take the slow "
+                "NumPy reference path (install qrita[torch] for the kernels)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            _OPS_WARNED = True
+        return None
+    return sampling_ops
+
+
+def _scope(adapter: ModuleType, x: Any) -> contextlib.AbstractContextManager[Any]:
+    """The adapter's ``stream_scope(x)`` for GPU work on ``x``, if it has one."""
+    scope = getattr(adapter, "stream_scope", None)
+    return scope(x) if scope is not None else contextlib.nullcontext()
+
+
+def _torch_rows(adapter: ModuleType, v: Any) -> Any:
+    """A per-row parameter as a 1-D torch tensor on the logits' device; scalars pass through."""
+    if v is None or isinstance(v, (int, float)):
+        return v
+    return adapter.to_torch(v).reshape(-1)
+
+
+def _torch_logits(adapter: ModuleType, logits: Any) -> Any:
+    t = adapter.to_torch(logits)
+    return t.reshape(1, -1) if t.dim() == 1 else t
 
 
 def _check_float_param(v: Any, name: str, info: ArrayInfo, *, temperature: bool) -> Any:
@@ -86,9 +123,12 @@ def _check_common(
         raise NotImplementedError(
             f"qrita.{name} on traced JAX arrays (inside jax.jit) is not supported"
         )
-    if c.info.on_gpu:
-        raise _gpu_error(name)
     return c, t, m
+
+
+def _gpu(c: Checked) -> ModuleType | None:
+    """The GPU sampler when the logits live on a GPU and it can be imported."""
+    return _load_gpu() if c.info.on_gpu else None
 
 
 def _host(adapter: ModuleType, v: Any, dtype: Any) -> Any:
@@ -138,7 +178,8 @@ def sample(
     Parameters
     ----------
     logits : array, shape (V,) or (B, V), dtype float16, bfloat16, float32 or float64
-        A NumPy, torch or JAX array on the CPU (GPU arrays: NotImplementedError for now).
+        A NumPy, torch, CuPy or JAX array. GPU arrays run the Triton path with no host
+        synchronisation (docs/sampling.md, "GPU path"); CPU arrays run the NumPy reference.
     k, p : as in :func:`qrita.top_k_top_p_mask` (scalar or per-row), applied to the scaled logits.
     min_p : None, float, or floating array of shape (B,)
         Keep entries whose probability is >= min_p times the row's largest (after top-p).
@@ -166,7 +207,7 @@ def sample(
         As :func:`qrita.top_k_top_p_mask`; also for a bad temperature, min_p, seed, offset or
         return_logprob (the message names the argument and the value).
     NotImplementedError
-        GPU arrays (the kernel is not built yet) and traced JAX arrays.
+        Traced JAX arrays (inside ``jax.jit``).
 
     Notes
     -----
@@ -178,6 +219,27 @@ def sample(
     o = 0 if offset is None else _check_counter(offset, "offset", info)
     want_logprob = _check_bool(return_logprob, "return_logprob")
     adapter = c.adapter
+    gpu = _gpu(c)
+    if gpu is not None:
+        with _scope(adapter, logits):
+            res = gpu.sample(
+                _torch_logits(adapter, logits),
+                _torch_rows(adapter, c.k),
+                _torch_rows(adapter, c.p),
+                min_p=_torch_rows(adapter, m),
+                temperature=_torch_rows(adapter, t),
+                seed=_torch_rows(adapter, s),
+                offset=_torch_rows(adapter, o),
+                return_logprob=want_logprob,
+            )
+            shape = () if len(info.shape) == 1 else (info.shape[0],)
+            if not want_logprob:
+                return adapter.from_torch(res.reshape(shape), like=logits)
+            tok, lp = res
+            return (
+                adapter.from_torch(tok.reshape(shape), like=logits),
+                adapter.from_torch(lp.reshape(shape), like=logits),
+            )
     x = np.asarray(adapter.to_numpy(logits))
     batch = 1 if x.ndim == 1 else x.shape[0]
     s = _fresh_seeds(batch) if s is None else _host(adapter, s, np.uint64)
@@ -219,6 +281,17 @@ def top_k_top_p_probs(
     """
     c, t, m = _check_common(logits, k, p, temperature, min_p, "top_k_top_p_probs")
     adapter = c.adapter
+    gpu = _gpu(c)
+    if gpu is not None:
+        with _scope(adapter, logits):
+            probs = gpu.top_k_top_p_probs(
+                _torch_logits(adapter, logits),
+                _torch_rows(adapter, c.k),
+                _torch_rows(adapter, c.p),
+                temperature=_torch_rows(adapter, t),
+                min_p=_torch_rows(adapter, m),
+            )
+            return adapter.from_torch(probs.reshape(c.info.shape), like=logits)
     x = np.asarray(adapter.to_numpy(logits))
     out = _ref.probs(
         x,
@@ -266,6 +339,20 @@ def candidates(
             raise ValueError(f"max_candidates must be >= 1, got {int(max_candidates)}")
         max_candidates = int(max_candidates)
     adapter = c.adapter
+    gpu = _gpu(c)
+    if gpu is not None:
+        with _scope(adapter, logits):
+            res = gpu.candidates(
+                _torch_logits(adapter, logits),
+                _torch_rows(adapter, c.k),
+                _torch_rows(adapter, c.p),
+                temperature=_torch_rows(adapter, t),
+                min_p=_torch_rows(adapter, m),
+                max_candidates=max_candidates,
+            )
+            if len(c.info.shape) == 1:
+                res = Candidates(res.indices[0], res.probs[0], res.counts.reshape(()))
+            return Candidates(*(adapter.from_torch(a, like=logits) for a in res))
     x = np.asarray(adapter.to_numpy(logits))
     res = _ref.candidates(
         x,

@@ -4,7 +4,8 @@
 difference must be a top-p decision that rule 5 allows (the exact mass before the entry within
 ``margin`` of p), the value must be the input's (bit-identical) or ``fill``, the kept set must stay a
 prefix of the order, and the first entry of the order is always kept. :func:`assert_topk_matches`
-is exact.
+is exact. :func:`assert_sampling_matches` applies docs/sampling.md "What an implementation must
+match" to sampled tokens, log-probabilities, distributions and candidates.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from qrita.reference import oracle
+from qrita.reference import sampling as _sampling
 
-__all__ = ["bits_of", "assert_mask_matches", "assert_topk_matches"]
+__all__ = ["bits_of", "assert_mask_matches", "assert_topk_matches", "assert_sampling_matches"]
 
 _MAX_REPORTED = 12
 
@@ -155,4 +157,200 @@ def assert_topk_matches(
     if not same:
         raise AssertionError(
             f"top_k values differ from x at the indices (k={k}, axis={axis}, mode={mode})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# sampling (docs/sampling.md, "What an implementation must match")
+
+
+def _row_weights(vals: np.ndarray) -> np.ndarray | None:
+    """float64 weights of a row's values in rank order (largest 1); None if the mass is undefined."""
+    if np.any(vals == np.inf):
+        return (vals == np.inf).astype(np.float64)
+    finite = np.isfinite(vals)
+    if not finite.any():
+        return None
+    w = np.zeros(vals.shape, dtype=np.float64)
+    w[finite] = np.exp(vals[finite] - vals[finite].max())
+    return w
+
+
+def _got_kept_count(b: int, ordr: np.ndarray, candidates, kept) -> tuple[int | None, str | None]:
+    """The implementation's kept count for row b (None if not given) and an error, if its kept set
+    is not a prefix of the reference order."""
+    if candidates is not None:
+        idx = np.asarray(candidates[0]).reshape(-1, np.asarray(candidates[0]).shape[-1])[b]
+        count = int(np.asarray(candidates[2]).reshape(-1)[b])
+        shown = min(count, idx.shape[0])
+        if not np.array_equal(idx[:shown], ordr[:shown]):
+            return None, (
+                f"candidates {idx[:shown][:12].tolist()} are not the first {shown} entries of the "
+                f"order {ordr[:shown][:12].tolist()}"
+            )
+        if np.any(idx[shown:] != -1):
+            return None, "candidate indices after the kept entries are not -1"
+        if count <= idx.shape[0] or kept is None:
+            return count, None
+    if kept is not None:
+        row = np.asarray(kept).reshape(-1, np.asarray(kept).shape[-1])[b].astype(bool)
+        n = int(row.sum())
+        if not row[ordr[:n]].all():
+            return None, f"kept set is not a prefix of the order (first {n} entries)"
+        return n, None
+    return None, None
+
+
+def _widen(n: int, amb: np.ndarray, top: int) -> tuple[int, int]:
+    """Counts a prefix decision may reach from ``n`` over ambiguous entries (``amb[j]``: entry j's
+    decision is within the margin), between 1 and ``top``."""
+    lo = hi = n
+    while lo > 1 and amb[lo - 1]:
+        lo -= 1
+    while hi < top and amb[hi]:
+        hi += 1
+    return lo, hi
+
+
+def assert_sampling_matches(
+    logits,
+    uniforms,
+    k=None,
+    p=None,
+    *,
+    min_p=None,
+    temperature=None,
+    tokens,
+    logprobs=None,
+    probs=None,
+    candidates=None,
+    kept=None,
+    margin: float = 1e-6,
+    rtol: float = 1e-6,
+) -> None:
+    """Assert that sampled tokens (and optionally log-probabilities, the distribution and the
+    candidates) agree with :mod:`qrita.reference.sampling` as docs/sampling.md allows.
+
+    Per row the implementation's kept set (from ``candidates`` or ``kept``) must be a prefix of
+    the reference order; its size may differ from the reference's only over entries whose top-p
+    decision lies within ``margin`` (the exact mass before the entry vs p) or whose min-p ratio
+    lies within ``margin`` of min_p. The token must be the inverse-CDF draw over that kept set
+    exactly, unless ``u * c_last`` lies within ``margin`` of a cumulative boundary (then either
+    neighbour). Greedy rows, undefined-mass rows, ties, NaN and ±inf are exact. ``probs``,
+    ``logprobs`` and candidate probabilities agree to ``rtol``; zero probabilities are exact.
+
+    Parameters
+    ----------
+    logits : ndarray (B, V) or (V,), float16 / float32 / float64 (bfloat16 as float32 on its grid)
+    uniforms : float or ndarray (B,), the uniforms the implementation drew with
+    k, p, min_p, temperature : as given to the implementation (None, scalars or (B,) arrays)
+    tokens : ndarray (B,) or (), the implementation's tokens
+    logprobs, probs, candidates, kept : optional results to check ((B,), (B, V), a Candidates
+        triple of arrays, a boolean (B, V) keep mask). Without ``candidates`` / ``kept`` a row
+        whose kept count is ambiguous accepts the draw over any allowed count.
+
+    Raises
+    ------
+    AssertionError listing the first rows that differ and why.
+    """
+    x = np.asarray(logits)
+    x2 = x.reshape(1, -1) if x.ndim == 1 else x
+    batch, vocab = x2.shape
+    xf = oracle.as_float64(x2)
+    u_rows = np.broadcast_to(np.asarray(uniforms, dtype=np.float64).reshape(-1), (batch,))
+    tok = np.asarray(tokens).reshape(-1).astype(np.int64)
+    lp = None if logprobs is None else np.asarray(logprobs, dtype=np.float64).reshape(-1)
+    pr = None if probs is None else np.asarray(probs, dtype=np.float64).reshape(batch, vocab)
+    t_rows, m_rows = _sampling.row_sampling_params(temperature, min_p, batch)
+    k_rows, p_rows = oracle.row_params(k, p, batch, vocab)
+    errors: list[str] = []
+
+    def fail(b: int, msg: str) -> None:
+        errors.append(f"row {b}: {msg}")
+
+    for b in range(batch):
+        greedy = not t_rows[b] > 0
+        if greedy:
+            ordr = oracle.order(xf[b])
+            w, defined, n_ref, lo, hi = None, False, 1, 1, 1
+        else:
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                scaled = xf[b] / t_rows[b]
+            ordr = oracle.order(scaled)
+            n_surv = int(k_rows[b]) if k_rows[b] > 0 else vocab
+            w = _row_weights(scaled[ordr])
+            defined = w is not None
+            a_lo = a = a_hi = n_surv
+            if defined and not np.isnan(p_rows[b]):
+                before = oracle.mass_before(scaled[ordr[:n_surv]])
+                a = int(np.count_nonzero(before < p_rows[b]))
+                a_lo, a_hi = _widen(a, np.abs(before - p_rows[b]) <= margin, n_surv)
+            b_lo = m = b_hi = vocab
+            if defined and not np.isnan(m_rows[b]):
+                m = int(np.count_nonzero(w >= m_rows[b]))
+                b_lo, b_hi = _widen(m, np.abs(w - m_rows[b]) <= margin, vocab)
+            n_ref, lo, hi = min(a, m), min(a_lo, b_lo), min(a_hi, b_hi)
+        n_got, err = _got_kept_count(b, ordr, candidates, kept)
+        if err is not None:
+            fail(b, err)
+            continue
+        if n_got is not None and not lo <= n_got <= hi:
+            fail(b, f"kept {n_got} entries, the reference keeps {n_ref} (allowed {lo}..{hi})")
+            continue
+        counts = [n_got] if n_got is not None else list(range(lo, hi + 1))
+        allowed: set[int] = set()
+        dists = {}
+        for n in counts:
+            if w is None:  # greedy or undefined mass: all of it on the first entry
+                q = np.zeros(n)
+                q[0] = 1.0
+            else:
+                q = w[:n] / w[:n].sum()
+            dists[n] = q
+            csum = np.cumsum(q)
+            target = u_rows[b] * csum[-1]
+            j = min(int(np.searchsorted(csum, target, side="right")), n - 1)
+            allowed.add(int(ordr[j]))
+            positive = np.flatnonzero(q > 0)
+            for jb in np.flatnonzero(np.abs(csum - target) <= margin):
+                allowed.add(int(ordr[jb]) if q[jb] > 0 else int(ordr[j]))
+                after = positive[positive > jb]
+                if after.size:
+                    allowed.add(int(ordr[after[0]]))
+        if int(tok[b]) not in allowed:
+            fail(b, f"token {int(tok[b])}, expected one of {sorted(allowed)} (u={u_rows[b]!r})")
+            continue
+        if len(counts) != 1:
+            continue  # the distribution is not determined without the kept set
+        dist = dists[counts[0]]
+        n_use = dist.shape[0]
+        pos = int(np.flatnonzero(ordr[:n_use] == tok[b])[0])
+        if lp is not None:
+            if w is None:
+                if lp[b] != 0.0:
+                    fail(b, f"logprob {lp[b]!r}, expected exactly 0 (one-hot distribution)")
+            elif not np.isclose(lp[b], np.log(dist[pos]), rtol=rtol, atol=1e-9):
+                fail(b, f"logprob {lp[b]!r}, expected {float(np.log(dist[pos]))!r}")
+        full = np.zeros(vocab)
+        full[ordr[:n_use]] = dist
+        if pr is not None:
+            bad = np.flatnonzero(
+                ~np.isclose(pr[b], full, rtol=rtol, atol=1e-37) | ((full == 0) & (pr[b] != 0))
+            )
+            if bad.size:
+                fail(b, f"probs differ at {bad[:8].tolist()}: got {pr[b, bad[:4]].tolist()}, "
+                        f"expected {full[bad[:4]].tolist()}")
+        if candidates is not None:
+            cp = np.asarray(candidates[1], dtype=np.float64)
+            cp = cp.reshape(-1, cp.shape[-1])[b]
+            want = np.zeros(cp.shape[0])
+            shown = min(n_use, cp.shape[0])
+            want[:shown] = dist[:shown]
+            if not np.allclose(cp, want, rtol=rtol, atol=1e-37) or np.any(cp[shown:] != 0):
+                fail(b, f"candidate probs {cp[:6].tolist()}, expected {want[:6].tolist()}")
+    if errors:
+        more = f" (and {len(errors) - _MAX_REPORTED} more)" if len(errors) > _MAX_REPORTED else ""
+        raise AssertionError(
+            f"sampling differs from the reference (k={k!r}, p={p!r}, min_p={min_p!r}, "
+            f"temperature={temperature!r}):\n  " + "\n  ".join(errors[:_MAX_REPORTED]) + more
         )

@@ -11,6 +11,7 @@ reads device data on the host, so every call can be captured in a CUDA graph.
 
 from __future__ import annotations
 
+import numbers
 import secrets
 
 import torch
@@ -59,12 +60,15 @@ def as_u64_bits(v: int | torch.Tensor | None, batch: int, device: torch.device) 
     """
     if v is None:
         v = 0
-    if isinstance(v, int):
+    if isinstance(v, numbers.Integral):
+        v = int(v)
         if not 0 <= v < _U64:
             raise ValueError(f"seeds and offsets must lie in [0, 2**64), got {v}")
         bits = v - _U64 if v > _I64_MAX else v
         return torch.full((1,), bits, dtype=torch.int64, device=device)
     t = v.reshape(-1)
+    if t.numel() not in (1, batch):
+        raise ValueError(f"per-row seeds / offsets must have {batch} entries, got {t.numel()}")
     if t.dtype == torch.uint64:
         t = t.view(torch.int64)
     elif t.dtype != torch.int64:

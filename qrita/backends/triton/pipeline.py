@@ -26,6 +26,7 @@ from qrita.backends.triton.fallback import (
     write_span_decide,
 )
 from qrita.backends.triton.primitives import (  # noqa: I001
+    KEY_FLOOR,
     KEY_MAX,
     KEY_NAN,
     key_to_value,
@@ -140,28 +141,40 @@ def candidates_kernel(
     key_max = zero_i + KEY_NAN
     cutoff_key = zero_i + KEY_NAN
     if k_on | p_on:
-        cutoff_key = tl.load(cutoff_ptr + row)
+        # entries ranked at or above the cutoff key; a cutoff below every non-NaN key becomes
+        # that floor (NaN entries are never candidates), and the test is one float compare
+        cutoff_key = tl.maximum(tl.load(cutoff_ptr + row), KEY_FLOOR)
+        if SMALLEST:
+            bound = key_to_value(~cutoff_key)
+        else:
+            bound = key_to_value(cutoff_key)
         seg_start = seg * seg_len
         # per-lane accumulators, reduced once after the loop (no cross-warp work per tile)
-        lane_key_max = tl.full([BLOCK], KEY_NAN, tl.int32)
+        lane_top = tl.full([BLOCK], -float("inf"), tl.float32)  # best non-NaN value (ranked)
         lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
         lane_mass = tl.zeros([BLOCK], tl.float32)
         lane_cand_mass = tl.zeros([BLOCK], tl.float32)
-        lane_inf = tl.zeros([BLOCK], tl.int32)
-        lane_inf_cand = tl.zeros([BLOCK], tl.int32)
+        lane_inf = tl.zeros([BLOCK], tl.int32)  # +inf entries, + 65536 x +inf candidates
+        lanes = tl.arange(0, BLOCK)
+        x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
         for off in range(0, seg_len, BLOCK):
-            offs = seg_start + off + tl.arange(0, BLOCK)
+            offs = seg_start + off + lanes
             valid = offs < V
-            x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
-            key = tl.where(valid, rank_key(x, SMALLEST), KEY_NAN)
-            lane_key_max = tl.maximum(lane_key_max, key)
-            is_cand = valid & (key >= cutoff_key)
+            x = x_next.to(tl.float32)
+            # prefetch the next tile while this one is processed
+            x_next = tl.load(row_x + offs + BLOCK, mask=(offs + BLOCK < V) & (off + BLOCK < seg_len),
+                             other=0.0)
+            if SMALLEST:
+                is_cand = valid & (x <= bound)
+                lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), -x, -float("inf")))
+            else:
+                is_cand = valid & (x >= bound)
+                lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), x, -float("inf")))
             if HAS_P:
                 lane_max, lane_mass, lane_cand_mass = online_mass(
                     x, valid, is_cand, lane_max, lane_mass, lane_cand_mass)
                 is_inf = valid & (x == float("inf"))
-                lane_inf += is_inf.to(tl.int32)
-                lane_inf_cand += (is_inf & is_cand).to(tl.int32)
+                lane_inf += is_inf.to(tl.int32) + (is_inf & is_cand).to(tl.int32) * 65536
             n_tile = tl.sum(is_cand.to(tl.int32), axis=0)
             if n_tile > 0:  # candidates are sparse: most tiles skip the compaction
                 pos = n_cand + tl.cumsum(is_cand.to(tl.int32), axis=0) - 1
@@ -169,14 +182,17 @@ def candidates_kernel(
                 tl.store(cand_val + pos, x, mask=keep_slot)
                 tl.store(cand_idx + pos, offs, mask=keep_slot)
             n_cand += n_tile
-        key_max = tl.max(lane_key_max, axis=0)
+        top = tl.max(lane_top, axis=0)
+        if SMALLEST:
+            top = -top
+        key_max = rank_key(top, SMALLEST)  # an all-NaN segment gives the floor: an upper bound
         if HAS_P:
             seg_max = tl.max(lane_max, axis=0)
             lane_scale = tl.where(lane_max > -float("inf"), tl.exp(lane_max - seg_max), 0.0)
             seg_mass = tl.sum(lane_mass * lane_scale, axis=0)
             cand_mass = tl.sum(lane_cand_mass * lane_scale, axis=0)
-            n_inf = tl.sum(lane_inf, axis=0)
-            n_inf_cand = tl.sum(lane_inf_cand, axis=0)
+            n_inf = tl.sum(lane_inf & 65535, axis=0)
+            n_inf_cand = tl.sum(lane_inf >> 16, axis=0)
     tl.store(seg_f_ptr + slot * SEG_F + 0, seg_max)
     tl.store(seg_f_ptr + slot * SEG_F + 1, seg_mass)
     tl.store(seg_f_ptr + slot * SEG_F + 2, cand_mass)

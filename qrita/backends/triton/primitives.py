@@ -5,6 +5,7 @@ import triton.language as tl
 
 KEY_NAN = tl.constexpr(-2147483648)  # below the key of -inf (-2139095041)
 KEY_MAX = tl.constexpr(2147483647)
+KEY_FLOOR = tl.constexpr(-2139095041)  # the lowest non-NaN rank key: -inf largest-first, +inf smallest-first
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 
 

@@ -293,12 +293,10 @@ class _Prepared:
         self.neginf = self.rank == -math.inf
         self.nan = torch.isnan(self.rank)
         self.keys = ops.rank_keys(self.rank, smallest=False)
-        #: first entry of the scaled order (the token of undefined-mass rows)
+        #: first entry of the scaled order: the token of undefined-mass rows, and of greedy rows
+        #: (their logits are divided by 1, so it is the first entry of the unscaled order)
         self.first = _first_of_order(self.keys)
         self.greedy = temp.greedy
-        self.first_greedy = self.first
-        if self.greedy is not None and not self.fast:
-            self.first_greedy = _first_of_order(ops.rank_keys(x, smallest=False))
 
     def count_and_kept(self, want_set: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Top-k then top-p: the kept count n1 (B,) and, if ``want_set``, the kept set."""
@@ -324,11 +322,8 @@ class _Prepared:
         return ~self.defined if self.greedy is None else self.greedy | ~self.defined
 
     def special_token(self) -> torch.Tensor:
-        """The token of greedy rows (first of the unscaled order) and undefined-mass rows (first
-        of the scaled order); defined non-greedy rows get the latter too (overridden later)."""
-        if self.greedy is None:
-            return self.first
-        return torch.where(self.greedy, self.first_greedy, self.first)
+        """The token of greedy and undefined-mass rows: the first entry of the order."""
+        return self.first
 
     def draw(self, u: torch.Tensor, n2: torch.Tensor) -> torch.Tensor:
         """The token of the inverse CDF over the first n2 entries of the order (docs step 5)."""
@@ -356,7 +351,7 @@ class _Prepared:
         """The candidates' set: the kept set; greedy rows keep their one token."""
         if self.greedy is None:
             return kept_final
-        return torch.where(self.greedy[:, None], _one_hot(self.x, self.first_greedy), kept_final)
+        return torch.where(self.greedy[:, None], _one_hot(self.x, self.first), kept_final)
 
 
 def _greedy_only(x: torch.Tensor) -> torch.Tensor:
@@ -753,8 +748,18 @@ def keep_mask(
     temperature: Row = None,
     min_p: Row = None,
 ) -> torch.Tensor:
-    """Boolean (B, V) mask of the entries that can be sampled (the candidates' set, zero-probability
-    kept entries included), as :func:`qrita.reference.sampling.keep_mask`."""
+    """The kept set: the entries :func:`sample` can draw, zero-probability kept entries included
+    (the candidates' set), as :func:`qrita.reference.sampling.keep_mask`.
+
+    Parameters
+    ----------
+    logits : torch.Tensor (B, V), float32 / bfloat16 / float16 / float64, on a GPU
+    k, p, temperature, min_p : as in :func:`sample_with_distribution`
+
+    Returns
+    -------
+    torch.Tensor (B, V), bool; greedy rows keep their one token.
+    """
     x = _check_logits(logits)
     temp = _temperature(temperature, x.shape[0])
     if temp.all_greedy:
