@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|tune|profile|bench|tests|final]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|tests|final]
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
 OUT="${OUT:-results}"; mkdir -p "$OUT"
 stage="${1:-final}"
+if [[ $stage == tune || $stage == host ]]; then
+  timeout 120 python3 benchmarks/host_overhead.py --out "$OUT" 2>&1 | grep -v Warn | head -70
+fi
 if [[ $stage == tune ]]; then
   timeout "${TUNE_S:-200}" python3 benchmarks/tune_launch.py --out "$OUT" 2>&1 | grep -v Warn | tee "$OUT/tune.log" | tail -90
 fi
