@@ -1,5 +1,5 @@
 """qrita.sample / top_k_top_p_probs / candidates: library round trips, agreement with the
-reference, the GPU refusal, and every validation error (docs/sampling.md)."""
+reference, routing of GPU arrays, and every validation error (docs/sampling.md)."""
 
 from __future__ import annotations
 
@@ -137,24 +137,63 @@ def test_jax_round_trip(logits):
         jax.jit(lambda y: qrita.sample(y, seed=0))(x)
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda x: qrita.sample(x, seed=0),
-        lambda x: qrita.top_k_top_p_probs(x),
-        lambda x: qrita.candidates(x),
-    ],
-    ids=["sample", "top_k_top_p_probs", "candidates"],
-)
-def test_gpu_arrays_are_refused(monkeypatch, logits, call):
-    def describe(x):
-        return ArrayInfo("numpy", tuple(x.shape), x.dtype.name, "cuda:0", True, True)
+CALLS = [
+    lambda x: qrita.sample(x, seed=0),
+    lambda x: qrita.top_k_top_p_probs(x),
+    lambda x: qrita.candidates(x),
+]
+CALL_IDS = ["sample", "top_k_top_p_probs", "candidates"]
 
-    monkeypatch.setattr(_numpy, "describe", describe)
-    with pytest.raises(
-        NotImplementedError, match=r"on GPU arrays: the fused kernel is not built yet \(issue 6\)"
-    ):
+
+class _Routed(Exception):
+    pass
+
+
+def _describe_on_gpu(x):
+    return ArrayInfo("numpy", tuple(x.shape), x.dtype.name, "cuda:0", True, True)
+
+
+@needs_torch
+@pytest.mark.parametrize("call", CALLS, ids=CALL_IDS)
+def test_gpu_arrays_take_the_gpu_sampler(monkeypatch, logits, call):
+    """GPU arrays go to qrita.backends.triton.sampling_ops (replaced here by a stub that records
+    the call), never to the host reference."""
+    from qrita import _sampling_api
+
+    seen = []
+
+    class Stub:
+        def __getattr__(self, name):
+            def fn(x, *args, **kwargs):
+                seen.append((name, tuple(x.shape)))
+                raise _Routed
+
+            return fn
+
+    monkeypatch.setattr(_numpy, "describe", _describe_on_gpu)
+    monkeypatch.setattr(_sampling_api, "_load_gpu", lambda: Stub())
+    monkeypatch.setattr(ref, "sample", None)  # the reference must not run
+    with pytest.raises(_Routed):
         call(logits)
+    assert len(seen) == 1 and seen[0][1] == logits.shape
+    with pytest.raises(_Routed):
+        call(logits[0])
+    assert seen[1][1] == (1, logits.shape[1])
+
+
+@pytest.mark.parametrize("call", CALLS, ids=CALL_IDS)
+def test_gpu_arrays_without_the_kernels_take_the_reference(monkeypatch, logits, call):
+    """Without Triton (the sampler cannot be imported) GPU arrays fall back to the reference."""
+    from qrita import _sampling_api
+
+    monkeypatch.setattr(_numpy, "describe", _describe_on_gpu)
+    monkeypatch.setattr(_sampling_api, "_load_gpu", lambda: None)
+    got = call(logits)
+    monkeypatch.undo()
+    want = call(logits)
+    for a, b in zip(got if isinstance(got, tuple) else [got], want if isinstance(want, tuple)
+                    else [want]):
+        np.testing.assert_array_equal(a, b)
 
 
 ERRORS = [
