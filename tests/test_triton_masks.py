@@ -153,6 +153,25 @@ def test_both_paths_are_exercised():
         assert (stats[:, 4].cpu().numpy() <= 64).all()
 
 
+def test_dense_and_slot_candidate_searches():
+    """Rows with at most DENSE candidates are searched densely packed, rows with more over every
+    scratch slot; both exact (and the tiles' sparse and prefix-sum compactions feed both)."""
+    from qrita.backends.triton.launch import pipeline_config
+
+    rng = np.random.default_rng(9)
+    V = 1023
+    dense = pipeline_config(V, torch.float32).dense
+    x = np.concatenate([generators.gaussian_logits(3, V, 2.0, rng),
+                        generators.zipf_logits(2, V, 1.1, rng)])
+    counts = []
+    for k in (3, 40, 120):
+        stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+        run_and_check(x, "float32", k, None, stats=stats)
+        mode = stats[:, 0].cpu().numpy()
+        counts += stats[:, 3].cpu().numpy()[mode == 1].tolist()
+    assert min(counts) <= dense < max(counts), (dense, counts)
+
+
 def test_top_p_heavy_ties_stay_on_the_segmented_path():
     """Rows whose top-p boundary value has more copies than the scratch holds are finished by
     the segmented stage (mode 4), not the single-program fallback, and stay exact."""

@@ -63,8 +63,8 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         "stride_x": "i64", "seg_len": "i32", "k_scalar": "i64", "p_scalar": "fp32",
         "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32",
         "seg_i_ptr": "*i32"},
-        dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2),
-        target, 4)
+        dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2,
+             SPARSE=8), target, 4)
     out["threshold"] = _compile(pipeline.threshold_kernel, {
         "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
         "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",
@@ -79,14 +79,15 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "seg_len": "i32", "part_i_ptr": "*i32", "part_f_ptr": "*fp32"},
-            dict(BLOCK=min(512, block)), target, 4)
+            dict(BLOCK=128), target, 4)
         out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "nseg": "i32"}, dict(NSEG_P2=nseg_p2), target, 4)
         out["wide_compact"] = _compile(wide.wide_compact_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "V": "i32", "stride_x": "i64",
             "seg_len": "i32", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
-            "seg_i_ptr": "*i32"}, dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2), target, 4)
+            "seg_i_ptr": "*i32"}, dict(BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8),
+            target, 4)
         out["wide_search"] = _compile(wide.wide_search_kernel, {
             "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
             "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",

@@ -25,7 +25,7 @@ __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", 
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
 WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage before compaction
-WIDE_BLOCK = 512  # tile of the wide rounds: 16 pivots per entry, so a smaller tile than the passes'
+WIDE_BLOCK = 128  # tile of the wide rounds: 16 per-lane pivot counters and masses per entry
 
 
 def interpreting() -> bool:
@@ -53,6 +53,7 @@ class PipelineConfig:
     dense: int = 1024  # candidates searched densely packed when a row has at most this many
     block_cand: int = 0  # tile of the candidate pass (0: ``block``)
     warps_cand: int = 0  # warps of the candidate pass (0: ``warps_stream``)
+    sparse: int = 8  # a tile with at most this many candidates appends them one by one
     oversample: float = 4.0
 
     @property
@@ -69,9 +70,12 @@ def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
     """The launch table (measured on the H200, BENCHMARKS.md)."""
     if interpreting():
         block, seg_min, max_segs, cap, sample, dense = 128, 256, 64, 256, 128, 64
+        block_cand, warps_cand, sparse = 128, 4, 4
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
+        # candidate pass: measured on the H200 (BENCHMARKS.md, benchmarks/tune_launch.py)
+        block_cand, warps_cand, sparse = 1024, 4, 8
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
@@ -81,7 +85,8 @@ def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
     sample = max(16, min(sample, next_pow2(vocab)))
     return PipelineConfig(block=block, seg_len=seg_len, nseg=nseg, nseg_p2=nseg_p2,
                           cap_seg=max(cap // nseg_p2, 16), sample=sample,
-                          warps_stream=4, warps_search=8, dense=dense)
+                          warps_stream=4, warps_search=8, dense=dense,
+                          block_cand=min(block_cand, block), warps_cand=warps_cand, sparse=sparse)
 
 
 def _flags(k, p):
@@ -138,7 +143,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         x, k_ptr, p_ptr, ws["cutoff"], vocab, x.stride(0), cfg.seg_len, k_scalar, p_scalar,
         cand_val, cand_idx, seg_f, seg_i,
         **flags, SMALLEST=smallest, BLOCK=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg,
-        NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_cand or cfg.warps_stream,
+        NSEG_P2=cfg.nseg_p2, SPARSE=cfg.sparse, num_warps=cfg.warps_cand or cfg.warps_stream,
     )
     threshold_kernel[(batch,)](
         x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
@@ -161,7 +166,8 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                 NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
         wide_compact_kernel[grid_seg](
             x, row_info, vocab, x.stride(0), cfg.seg_len, cand_val, cand_idx, seg_i,
-            BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
+            BLOCK=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
+            SPARSE=cfg.sparse, num_warps=cfg.warps_cand or cfg.warps_stream)
         wide_search_kernel[(batch,)](
             x, cand_val, cand_idx, seg_i, row_info, ws["row_f"], vocab, x.stride(0),
             out.stride(0), float(fill), cfg.nseg, out, seg_before,

@@ -29,6 +29,7 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     KEY_FLOOR,
     KEY_MAX,
     KEY_NAN,
+    compact_tile,
     key_to_value,
     rank_key,
     sample_cutoff_key,
@@ -113,6 +114,7 @@ def candidates_kernel(
     cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
+    SPARSE: tl.constexpr,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
 
@@ -162,8 +164,9 @@ def candidates_kernel(
             valid = offs < V
             x = x_next.to(tl.float32)
             # prefetch the next tile while this one is processed
-            x_next = tl.load(row_x + offs + BLOCK, mask=(offs + BLOCK < V) & (off + BLOCK < seg_len),
-                             other=0.0)
+            next_offs = offs + BLOCK
+            x_next = tl.load(row_x + next_offs,
+                             mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
             if SMALLEST:
                 is_cand = valid & (x <= bound)
                 lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), -x, -float("inf")))
@@ -176,11 +179,9 @@ def candidates_kernel(
                 is_inf = valid & (x == float("inf"))
                 lane_inf += is_inf.to(tl.int32) + (is_inf & is_cand).to(tl.int32) * 65536
             n_tile = tl.sum(is_cand.to(tl.int32), axis=0)
-            if n_tile > 0:  # candidates are sparse: most tiles skip the compaction
-                pos = n_cand + tl.cumsum(is_cand.to(tl.int32), axis=0) - 1
-                keep_slot = is_cand & (pos < CAP_SEG)
-                tl.store(cand_val + pos, x, mask=keep_slot)
-                tl.store(cand_idx + pos, offs, mask=keep_slot)
+            if n_tile > 0:
+                compact_tile(x, seg_start + off, is_cand, lanes, n_tile, n_cand, row_x, cand_val,
+                             cand_idx, BLOCK, CAP_SEG, SPARSE)
             n_cand += n_tile
         top = tl.max(lane_top, axis=0)
         if SMALLEST:

@@ -225,3 +225,29 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
     if SMALLEST:  # the cutoff value v of -x is -v of x: express it in rank_key(x, SMALLEST) space
         cut_key = rank_key(-key_to_value(cut_key), True)
     return cut_key
+
+
+@triton.jit
+def compact_tile(x, tile_start, is_cand, lanes, n_tile, n_cand, row_x, cand_val, cand_idx,
+                 BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, SPARSE: tl.constexpr):
+    """Append a tile's n_tile candidates (value, index) to the segment's slots in index order.
+
+    A tile with few candidates (the usual case: the σ-cutoff keeps a few hundred entries of a
+    row) takes them one at a time, lowest lane first, re-reading each value from the tile just
+    loaded (exact bits, -0.0 included); a dense tile uses a prefix sum over the tile, whose cost
+    does not depend on the count.
+    """
+    if n_tile <= SPARSE:
+        prev = n_tile * 0 - 1
+        for t in range(0, n_tile):
+            lane = tl.min(tl.where(is_cand & (lanes > prev), lanes, BLOCK), axis=0)
+            slot = n_cand + t
+            if slot < CAP_SEG:
+                tl.store(cand_val + slot, tl.load(row_x + tile_start + lane).to(tl.float32))
+                tl.store(cand_idx + slot, tile_start + lane)
+            prev = lane
+    else:
+        pos = n_cand + tl.cumsum(is_cand.to(tl.int32), axis=0) - 1
+        keep_slot = is_cand & (pos < CAP_SEG)
+        tl.store(cand_val + pos, x, mask=keep_slot)
+        tl.store(cand_idx + pos, tile_start + lanes, mask=keep_slot)

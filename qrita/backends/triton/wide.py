@@ -14,6 +14,7 @@ from qrita.backends.triton.fallback import full_row_search, top_p_budget, write_
 from qrita.backends.triton.primitives import (
     KEY_MAX,
     KEY_NAN,
+    compact_tile,
     key_to_value,
     rank_key,
     search_in_registers,
@@ -74,10 +75,12 @@ def wide_round_kernel(
         inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
         piv = wide_pivots(lo, hi)
         piv32 = tl.maximum(piv, KEY_NAN).to(tl.int32)  # lane 0 may be KEY_NAN - 1: unused
-        counts = tl.zeros([WAYS], dtype=tl.int32)
-        masses = tl.zeros([WAYS], dtype=tl.float32)
-        key_min = row * 0 + KEY_MAX
-        key_max = row * 0 + KEY_NAN
+        # per-lane accumulators, reduced once after the loop (no cross-thread work per tile)
+        lane_counts = tl.zeros([BLOCK, WAYS], dtype=tl.int32)
+        lane_masses = tl.zeros([BLOCK, WAYS], dtype=tl.float32)
+        lane_key_min = tl.full([BLOCK], KEY_MAX, tl.int32)
+        lane_key_max = tl.full([BLOCK], KEY_NAN, tl.int32)
+        lo32 = tl.maximum(lo, KEY_NAN).to(tl.int32)  # key > lo, as int32 (lo >= KEY_NAN - 1)
         row_x = x_ptr + row64 * stride_x
         for off in range(0, seg_len, BLOCK):
             offs = seg * seg_len + off + tl.arange(0, BLOCK)
@@ -86,11 +89,15 @@ def wide_round_kernel(
             key = rank_key(x, False)
             w = weights_of(x, row_max, inf_mode)
             above = valid[:, None] & (key[:, None] > piv32[None, :])
-            counts += tl.sum(above.to(tl.int32), axis=0)
-            masses += tl.sum(tl.where(above, w[:, None], 0.0), axis=0)
-            inside = valid & (key.to(tl.int64) > lo) & (key.to(tl.int64) <= hi)
-            key_min = tl.minimum(key_min, tl.min(tl.where(inside, key, KEY_MAX), axis=0))
-            key_max = tl.maximum(key_max, tl.max(tl.where(inside, key, KEY_NAN), axis=0))
+            lane_counts += above.to(tl.int32)
+            lane_masses += tl.where(above, w[:, None], 0.0)
+            inside = valid & ((key > lo32) | (lo < KEY_NAN)) & (key <= hi)
+            lane_key_min = tl.minimum(lane_key_min, tl.where(inside, key, KEY_MAX))
+            lane_key_max = tl.maximum(lane_key_max, tl.where(inside, key, KEY_NAN))
+        counts = tl.sum(lane_counts, axis=0)
+        masses = tl.sum(lane_masses, axis=0)
+        key_min = tl.min(lane_key_min, axis=0)
+        key_max = tl.max(lane_key_max, axis=0)
         slot = row64 * nseg + seg
         lanes = tl.arange(0, WAYS)
         tl.store(part_i_ptr + slot * PART + lanes, counts)
@@ -144,7 +151,7 @@ def wide_compact_kernel(
     x_ptr, row_i_ptr,
     V, stride_x, seg_len,
     cand_val_ptr, cand_idx_ptr, seg_i_ptr,
-    BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
+    BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots."""
     row = tl.program_id(0)
@@ -163,11 +170,12 @@ def wide_compact_kernel(
             x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
             key = rank_key(x, False).to(tl.int64)
             take = valid & (key > lo) & (key <= hi)
-            pos = count + tl.cumsum(take.to(tl.int32), axis=0) - 1
-            slot_ok = take & (pos < CAP_SEG)
-            tl.store(cand_val_ptr + cand + pos, x, mask=slot_ok)
-            tl.store(cand_idx_ptr + cand + pos, offs, mask=slot_ok)
-            count += tl.sum(take.to(tl.int32), axis=0)
+            n_tile = tl.sum(take.to(tl.int32), axis=0)
+            if n_tile > 0:
+                compact_tile(x, seg * seg_len + off, take, tl.arange(0, BLOCK), n_tile, count,
+                             row_x, cand_val_ptr + cand, cand_idx_ptr + cand, BLOCK, CAP_SEG,
+                             SPARSE)
+            count += n_tile
         tl.store(seg_i_ptr + (row64 * nseg + seg) * SEG_I, count)
 
 
