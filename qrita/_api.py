@@ -7,6 +7,7 @@ array's type, and the kernels are imported only when a GPU array arrives.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import warnings
 from types import ModuleType
 from typing import Any
@@ -23,22 +24,27 @@ _OPS_WARNED = False
 _DEFAULT_KERNEL_DTYPES = frozenset({"float32", "bfloat16", "float16"})
 
 
-def _load_ops() -> ModuleType | None:
-    """The Triton kernels, or None (with a one-time warning) if they cannot be imported."""
+def _load_triton(name: str) -> ModuleType | None:
+    """``qrita.backends.triton.<name>``, or None (with a one-time warning) if the Triton kernels
+    cannot be imported."""
     global _OPS_WARNED
     try:
-        from qrita.backends.triton import ops
+        return importlib.import_module(f"qrita.backends.triton.{name}")
     except ImportError as exc:
         if not _OPS_WARNED:
             warnings.warn(
                 f"qrita: the Triton kernels are unavailable ({exc}); GPU arrays take the slow "
                 "NumPy reference path (install qrita[torch] for the kernels)",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
             _OPS_WARNED = True
         return None
-    return ops
+
+
+def _load_ops() -> ModuleType | None:
+    """The Triton mask / selection entry points (:mod:`qrita.backends.triton.ops`), or None."""
+    return _load_triton("ops")
 
 
 def _scope(adapter: ModuleType, x: Any) -> contextlib.AbstractContextManager[Any]:

@@ -8,14 +8,13 @@ synchronisation; everything else runs the NumPy reference. Traced JAX arrays (in
 
 from __future__ import annotations
 
-import contextlib
 import numbers
-import warnings
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
+from qrita._api import _load_triton, _scope
 from qrita._validate import (
     FLOAT_DTYPES,
     INT_DTYPES,
@@ -35,31 +34,10 @@ __all__ = ["Candidates", "sample", "top_k_top_p_probs", "candidates"]
 _U64 = 2**64
 
 
-_OPS_WARNED = False
-
-
 def _load_gpu() -> ModuleType | None:
-    """The GPU sampler, or None (with a one-time warning) if Triton / torch cannot be imported."""
-    global _OPS_WARNED
-    try:
-        from qrita.backends.triton import sampling_ops
-    except ImportError as exc:
-        if not _OPS_WARNED:
-            warnings.warn(
-                f"qrita: the Triton kernels are unavailable ({exc}); GPU arrays take the slow "
-                "NumPy reference path (install qrita[torch] for the kernels)",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            _OPS_WARNED = True
-        return None
-    return sampling_ops
-
-
-def _scope(adapter: ModuleType, x: Any) -> contextlib.AbstractContextManager[Any]:
-    """The adapter's ``stream_scope(x)`` for GPU work on ``x``, if it has one."""
-    scope = getattr(adapter, "stream_scope", None)
-    return scope(x) if scope is not None else contextlib.nullcontext()
+    """The GPU sampler (:mod:`qrita.backends.triton.sampling_ops`), or None (with a one-time
+    warning) if Triton / torch cannot be imported."""
+    return _load_triton("sampling_ops")
 
 
 def _torch_rows(adapter: ModuleType, v: Any) -> Any:

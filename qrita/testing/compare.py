@@ -164,18 +164,6 @@ def assert_topk_matches(
 # sampling (docs/sampling.md, "What an implementation must match")
 
 
-def _row_weights(vals: np.ndarray) -> np.ndarray | None:
-    """float64 weights of a row's values in rank order (largest 1); None if the mass is undefined."""
-    if np.any(vals == np.inf):
-        return (vals == np.inf).astype(np.float64)
-    finite = np.isfinite(vals)
-    if not finite.any():
-        return None
-    w = np.zeros(vals.shape, dtype=np.float64)
-    w[finite] = np.exp(vals[finite] - vals[finite].max())
-    return w
-
-
 def _got_kept_count(b: int, ordr: np.ndarray, candidates, kept) -> tuple[int | None, str | None]:
     """The implementation's kept count for row b (None if not given) and an error, if its kept set
     is not a prefix of the reference order."""
@@ -278,7 +266,7 @@ def assert_sampling_matches(
                 scaled = xf[b] / t_rows[b]
             ordr = oracle.order(scaled)
             n_surv = int(k_rows[b]) if k_rows[b] > 0 else vocab
-            w = _row_weights(scaled[ordr])
+            w = _sampling._weights(scaled[ordr])
             defined = w is not None
             a_lo = a = a_hi = n_surv
             if defined and not np.isnan(p_rows[b]):
