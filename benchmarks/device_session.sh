@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|tests|final]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|tests|final]
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -26,6 +26,12 @@ if [[ $stage == bench || $stage == final ]]; then
   timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --vocab 131072 --dtypes float32,bfloat16 \
     --graphs --plot --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench.log" 2>&1
   echo "bench exit $?"; tail -c 3500 "$OUT/bench.log"
+fi
+if [[ $stage == wide ]]; then  # the top-p paths first: real vocabularies, batches, sampler
+  m=tests/test_triton_masks.py
+  timeout "$TESTS_S" python3 -m pytest -q -m gpu -p no:cacheprovider -x \
+    $m::test_gpu_batches $m::test_gpu_real_vocab $m::test_gpu_deterministic_and_batch_invariant \
+    tests/test_triton_sampling.py 2>&1 | tee "$OUT/pytest_gpu_wide.log" | tail -25
 fi
 if [[ $stage == tests || $stage == final ]]; then
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py

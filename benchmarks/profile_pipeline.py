@@ -23,7 +23,8 @@ import triton
 from qrita.backends.triton import ops
 from qrita.testing import generators
 
-SCENARIOS = {"topk50": (50, None), "topp0.9": (None, 0.9), "topk100_topp0.9": (100, 0.9),
+SCENARIOS = {"topk50": (50, None), "topp0.9": (None, 0.9), "topp0.99": (None, 0.99),
+             "topk100_topp0.9": (100, 0.9),
              "topk1000": (1000, None)}
 
 
@@ -76,17 +77,18 @@ def main(argv: list[str] | None = None) -> int:
                                             device="cuda")
                         ops.top_k_top_p_mask(x, k, p, stats=stats)
                         modes = collections.Counter(stats[:, 0].tolist())
+                        band_hits = int((stats[:, 13] == 1).sum())  # wide rows its band finished
                         call = lambda x=x, k=k, p=p: ops.top_k_top_p_mask(x, k, p)  # noqa: E731
                         eager = triton.testing.do_bench(call, return_mode="median") * 1000
                         kernels = kernel_times(call)
                         row = dict(workload=workload, scenario=scen, dtype=dtype, B=B, V=V,
                                    eager_us=round(eager, 1), graph_us=round(graph_us(call), 1),
-                                   modes=dict(sorted(modes.items())),
+                                   modes=dict(sorted(modes.items())), band_hits=band_hits,
                                    kernels={n.split("_kernel")[0]: round(t, 1)
                                             for n, t in kernels.items()})
                         rows.append(row)
                         print(f"{workload:8s} {scen:16s} {dtype:8s} B={B:5d} eager={eager:8.1f} "
-                              f"graph={row['graph_us']:8.1f} modes={row['modes']} "
+                              f"graph={row['graph_us']:8.1f} modes={row['modes']} band={band_hits} "
                               f"kernels={row['kernels']}", flush=True)
     path = os.path.join(args.out, "profile_pipeline.csv")
     with open(path, "w", newline="") as fh:

@@ -69,12 +69,13 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
         "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",
         "stride_x": "i64", "stride_out": "i64", "k_scalar": "i64", "p_scalar": "fp32",
-        "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}", "sel_val_ptr": f"*{ty}",
+        "fill": "fp32", "nseg": "i32", "max_band": "fp32", "out_ptr": f"*{ty}",
+        "sel_val_ptr": f"*{ty}",
         "sel_idx_ptr": "*i64", "row_i_ptr": "*i32", "row_f_ptr": "*fp32",
         "seg_before_ptr": "*i32"},
         dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"],
              WIDE=flags["HAS_P"] and not flags["SELECT"], BLOCK=block, CAP_SEG=cap_seg,
-             NSEG_P2=nseg_p2, DENSE=1024), target, 8)
+             NSEG_P2=nseg_p2, DENSE=1024, BAND_SAMPLE=2 * sample), target, 8)
     if flags["HAS_P"] and not flags["SELECT"]:
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
@@ -83,17 +84,22 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "nseg": "i32"}, dict(NSEG_P2=nseg_p2), target, 4)
-        out["wide_compact"] = _compile(wide.wide_compact_kernel, {
-            "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "V": "i32", "stride_x": "i64",
-            "seg_len": "i32", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
-            "seg_i_ptr": "*i32"}, dict(BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8),
-            target, 4)
-        out["wide_search"] = _compile(wide.wide_search_kernel, {
-            "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
-            "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-            "stride_x": "i64", "stride_out": "i64", "fill": "fp32", "nseg": "i32",
-            "out_ptr": f"*{ty}", "seg_before_ptr": "*i32"},
-            dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2), target, 8)
+        for band in (True, False):
+            tag = "_band" if band else ""
+            out["wide_compact" + tag] = _compile(wide.wide_compact_kernel, {
+                "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+                "stride_x": "i64", "seg_len": "i32", "cand_val_ptr": "*fp32",
+                "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
+                "part_f_ptr": "*fp32"},
+                dict(BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, BAND=band),
+                target, 4)
+            out["wide_search" + tag] = _compile(wide.wide_search_kernel, {
+                "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
+                "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "row_f_ptr": "*fp32",
+                "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "V": "i32", "stride_x": "i64",
+                "stride_out": "i64", "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}",
+                "seg_before_ptr": "*i32"},
+                dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, BAND=band), target, 8)
     common = {"x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
               "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "seg_before_ptr": "*i32", "V": "i32",
               "stride_x": "i64", "seg_len": "i32"}

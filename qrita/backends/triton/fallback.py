@@ -118,7 +118,10 @@ def write_span_decide(row_in, row_out, start, stop, V, T, budget, ties_before, f
         valid = (offs < V) & (offs < stop)
         x_raw = tl.load(row_in + offs, mask=valid, other=0.0)
         key = rank_key(x_raw.to(tl.float32), SMALLEST)
-        kept, n_ties = keep_decision(key, valid, T, budget, ties_before)
+        kept = valid & (key > T)
+        n_ties = tl.sum((valid & (key == T)).to(tl.int32), axis=0)
+        if n_ties > 0:  # ranks among the row's copies of T only where the tile has any
+            kept, n_ties = keep_decision(key, valid, T, budget, ties_before)
         tl.store(row_out + offs, tl.where(kept, x_raw.to(out_ty), fill_block), mask=valid)
         ties_before += n_ties
 

@@ -24,7 +24,7 @@ from qrita.backends.triton.wide import (
 __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "interpreting"]
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
-WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage before compaction
+WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage for rows its band missed
 WIDE_BLOCK = 128  # tile of the wide rounds: 16 per-lane pivot counters and masses per entry
 
 
@@ -55,10 +55,16 @@ class PipelineConfig:
     warps_cand: int = 0  # warps of the candidate pass (0: ``warps_stream``)
     sparse: int = 8  # a tile with at most this many candidates appends them one by one
     oversample: float = 4.0
+    band_sample: int = 4096  # sample placing the wide top-p band (entries)
 
     @property
     def cap(self) -> int:
         return self.nseg_p2 * self.cap_seg
+
+    @property
+    def max_band(self) -> float:
+        """Entries the wide top-p band aims below: three quarters of the real slots."""
+        return 0.75 * self.nseg * self.cap_seg
 
     @property
     def max_cands(self) -> float:
@@ -82,11 +88,13 @@ def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
     seg_len = min(seg_len, -(-vocab // block) * block)
     nseg = -(-vocab // seg_len)
     nseg_p2 = next_pow2(nseg)
+    band_sample = max(16, min(2 * sample, next_pow2(vocab)))
     sample = max(16, min(sample, next_pow2(vocab)))
     return PipelineConfig(block=block, seg_len=seg_len, nseg=nseg, nseg_p2=nseg_p2,
                           cap_seg=max(cap // nseg_p2, 16), sample=sample,
                           warps_stream=4, warps_search=8, dense=dense,
-                          block_cand=min(block_cand, block), warps_cand=warps_cand, sparse=sparse)
+                          block_cand=min(block_cand, block), warps_cand=warps_cand, sparse=sparse,
+                          band_sample=band_sample)
 
 
 def _flags(k, p):
@@ -148,31 +156,37 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     threshold_kernel[(batch,)](
         x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
         vocab, x.stride(0), out.stride(0) if out is not None else 0, k_scalar, p_scalar,
-        float(fill), cfg.nseg,
+        float(fill), cfg.nseg, cfg.max_band,
         out if out is not None else x, sel_val if sel_val is not None else x,
         sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"], seg_before,
         **flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block,
         CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, DENSE=min(cfg.dense, cfg.cap),
-        num_warps=cfg.warps_search,
+        BAND_SAMPLE=cfg.band_sample, num_warps=cfg.warps_search,
     )
     if wide:
         grid_seg = (batch, cfg.nseg)
-        for _ in range(WIDE_ROUNDS):
+
+        def compact_and_search(band: bool):
+            wide_compact_kernel[grid_seg](
+                x, row_info, ws["row_f"], vocab, x.stride(0), cfg.seg_len, cand_val, cand_idx,
+                seg_i, ws["part_i"], ws["part_f"], BLOCK=cfg.block_cand or cfg.block,
+                CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, SPARSE=cfg.sparse, BAND=band,
+                num_warps=cfg.warps_cand or cfg.warps_stream)
+            wide_search_kernel[(batch,)](
+                x, cand_val, cand_idx, seg_i, row_info, ws["row_f"], ws["part_i"], ws["part_f"],
+                vocab, x.stride(0), out.stride(0), float(fill), cfg.nseg, out, seg_before,
+                BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, BAND=band,
+                num_warps=cfg.warps_search)
+
+        compact_and_search(True)  # the band: finishes the rows it holds
+        for _ in range(WIDE_ROUNDS):  # the rows it missed
             wide_round_kernel[grid_seg](
                 x, row_info, ws["row_f"], vocab, x.stride(0), cfg.seg_len, ws["part_i"],
                 ws["part_f"], BLOCK=min(WIDE_BLOCK, cfg.block), num_warps=cfg.warps_stream)
             wide_narrow_kernel[(batch,)](
                 row_info, ws["row_f"], ws["part_i"], ws["part_f"], cfg.nseg,
                 NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
-        wide_compact_kernel[grid_seg](
-            x, row_info, vocab, x.stride(0), cfg.seg_len, cand_val, cand_idx, seg_i,
-            BLOCK=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
-            SPARSE=cfg.sparse, num_warps=cfg.warps_cand or cfg.warps_stream)
-        wide_search_kernel[(batch,)](
-            x, cand_val, cand_idx, seg_i, row_info, ws["row_f"], vocab, x.stride(0),
-            out.stride(0), float(fill), cfg.nseg, out, seg_before,
-            BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
-            num_warps=cfg.warps_search)
+        compact_and_search(False)
     return cand_val, cand_idx, seg_i, seg_before, row_info
 
 

@@ -29,6 +29,7 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     KEY_FLOOR,
     KEY_MAX,
     KEY_NAN,
+    band_interval,
     compact_tile,
     key_to_value,
     rank_key,
@@ -290,18 +291,20 @@ def slot_boundary(cand_val_ptr, seg_i_ptr, row64, nseg, row_max, inf_mode, k, k_
 @triton.jit
 def threshold_kernel(
     x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-    V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg,
+    V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
     out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
+    BAND_SAMPLE: tl.constexpr,
 ):
     """Boundary key and tie budget of one row (steps 3-5), or the full-row fallback (step 7).
 
     out_ptr : (B, V) mask output (fallback rows only); sel_val_ptr / sel_idx_ptr : (B, k)
     selection output (fallback rows only, when SELECT); row_i_ptr : (B, 16) int32 mode
     (0 keep all, 1 candidates suffice, 2 fallback done, 3 top-p left to the wide stage when
-    WIDE), T, budget, candidates, rounds, then the wide stage's interval; row_f_ptr : (B, 4);
+    WIDE), T, budget, candidates, rounds, then the wide stage's band (5-6) and the interval
+    pass A proved (9-12); row_f_ptr : (B, 4); max_band : entries the band aims below;
     seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments.
     """
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
@@ -400,13 +403,18 @@ def threshold_kernel(
             cnt_lo = tl.where(above, n_cand, V)
             cnt_hi = tl.where(above, 0, n_cand)
             mass_hi = tl.where(above, 0.0, cand_mass)
-            if WIDE:  # the segmented stage resolves it (wide.py)
+            if WIDE:  # the segmented stage resolves it (wide.py): a band first, then rounds
                 mode = zero_i + 3
                 info = row_i_ptr + row64 * ROW_I
-                tl.store(info + 5, (lo + 1).to(tl.int32))
-                tl.store(info + 6, hi.to(tl.int32))
-                tl.store(info + 7, cnt_lo)
-                tl.store(info + 8, cnt_hi)
+                b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target,
+                                           inf_mode, max_band, BAND_SAMPLE)
+                tl.store(info + 5, (b_lo + 1).to(tl.int32))
+                tl.store(info + 6, b_hi.to(tl.int32))
+                tl.store(info + 9, (lo + 1).to(tl.int32))
+                tl.store(info + 10, hi.to(tl.int32))
+                tl.store(info + 11, cnt_lo)
+                tl.store(info + 12, cnt_hi)
+                tl.store(info + 13, 0)
                 tl.store(row_f_ptr + row64 * ROW_F + 0, row_max)
                 tl.store(row_f_ptr + row64 * ROW_F + 1, target)
                 tl.store(row_f_ptr + row64 * ROW_F + 2, inf_mode.to(tl.float32))

@@ -161,6 +161,63 @@ def kth_largest_key(keys, member, k, zero_i):
 
 
 @triton.jit
+def sample_offsets(V, SAMPLE: tl.constexpr):
+    """Offsets of a row's sample: SAMPLE_CHUNKS contiguous chunks spread evenly over the row (the
+    whole row when V <= SAMPLE), so sorted or blocked rows are sampled fairly; and their mask."""
+    CHUNK: tl.constexpr = SAMPLE // SAMPLE_CHUNKS
+    lane = tl.arange(0, SAMPLE)
+    chunk_stride = tl.maximum((V // SAMPLE_CHUNKS) // 16 * 16, CHUNK)
+    offs = tl.where(V > SAMPLE, (lane // CHUNK) * chunk_stride + lane % CHUNK, lane)
+    return offs, offs < V
+
+
+@triton.jit
+def band_interval(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_band,
+                  SAMPLE: tl.constexpr):
+    """A band (b_lo, b_hi] inside (lo, hi] that holds a top-p row's boundary key T with high
+    probability and about ``max_band`` entries at most, placed from a SAMPLE-entry sample.
+
+    The row's max and mass are exact here (pass A), so the mass *below* a key, L(q), is what the
+    sample estimates: the tail is many small weights, which a sample measures well, while the
+    mass above T is dominated by a few large entries a sample usually misses. T̂ solves
+    (V / n) · L_sample(T̂) = row_mass - target; the band spans m sample ranks either side of T̂,
+    m = min(3·sqrt(r̂) + 3, max_band·n / (2V)) with r̂ the sample rank of T̂. Rows with +inf entries
+    weigh only those: the band is the key of +inf. Only speed depends on the band: the wide
+    search checks it with exact counts and masses and narrows from it when it misses.
+    """
+    offs, valid = sample_offsets(V, SAMPLE)
+    x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+    finite = valid & (tl.abs(x) < float("inf"))
+    keys = order_key(x)
+    w = tl.where(finite, tl.exp(tl.where(finite, x, 0.0) - row_max), 0.0)
+    n_valid = tl.sum(valid.to(tl.int32), axis=0)
+    n_finite = tl.sum(finite.to(tl.int32), axis=0)
+    zero_i = n_valid * 0
+    scale = V / n_valid.to(tl.float32)
+    need = tl.sum(w, axis=0) - (row_mass - target) / scale  # sample mass above T̂
+    b_lo = lo
+    b_hi = hi
+    if n_finite > 0:
+        t_hat, r = search_in_registers(keys, w, finite, zero_i.to(tl.int64) + KEY_NAN - 1,
+                                       zero_i.to(tl.int64) + KEY_MAX, zero_i,
+                                       zero_i.to(tl.float32), zero_i, need, True)
+        r_hat = tl.sum((finite & (keys >= t_hat)).to(tl.int32), axis=0)
+        r_hat = tl.where(need > 0.0, r_hat, n_finite)
+        m_max = tl.maximum(max_band * n_valid.to(tl.float32) / (2.0 * V), 1.0)
+        m = tl.minimum(tl.ceil(3.0 * tl.sqrt(r_hat.to(tl.float32)) + 3.0), m_max).to(tl.int32)
+        if r_hat - m >= 1:
+            b_hi = tl.minimum(hi, kth_largest_key(keys, finite, r_hat - m, zero_i).to(tl.int64))
+        if r_hat + m <= n_finite:
+            b_lo = tl.maximum(lo, kth_largest_key(keys, finite, r_hat + m, zero_i).to(tl.int64)
+                              - 1)
+    key_inf = order_key(zero_i.to(tl.float32) + float("inf")).to(tl.int64)
+    b_lo = tl.where(inf_mode, tl.maximum(lo, key_inf - 1), b_lo)
+    b_hi = tl.where(inf_mode, tl.minimum(hi, key_inf), b_hi)
+    empty = b_hi <= b_lo
+    return tl.where(empty, lo, b_lo), tl.where(empty, hi, b_hi)
+
+
+@triton.jit
 def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
                       OVERSAMPLE: tl.constexpr, SMALLEST: tl.constexpr):
     """σ-truncation cutoff (an order key) from the row's first SAMPLE entries.
@@ -174,12 +231,7 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
     lowered to the sample's own top-p' threshold when that is lower.
     Only speed depends on the cutoff: the answer is exact whatever it is.
     """
-    # SAMPLE_CHUNKS contiguous chunks spread over the row (the whole row when V <= SAMPLE)
-    CHUNK: tl.constexpr = SAMPLE // SAMPLE_CHUNKS
-    lane = tl.arange(0, SAMPLE)
-    chunk_stride = tl.maximum((V // SAMPLE_CHUNKS) // 16 * 16, CHUNK)
-    offs = tl.where(V > SAMPLE, (lane // CHUNK) * chunk_stride + lane % CHUNK, lane)
-    valid = offs < V
+    offs, valid = sample_offsets(V, SAMPLE)
     x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
     if SMALLEST:
         x = -x
@@ -222,6 +274,11 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
             s_key, r = search_in_registers(keys, w, finite, lo, hi, zero_i, zero_i.to(tl.float32),
                                            zero_i, p_safe * s_mass, True)
             cut_key = tl.minimum(cut_key, s_key)
+        # more candidates than the scratch holds (3/4 of its slots; p large, flat rows): pass A
+        # only gathers the row's statistics and the wide stage takes the row (a band first,
+        # docs/algorithm.md §7)
+        predicted = tl.sum((valid & (keys >= cut_key)).to(tl.float32), axis=0) * V / n_valid
+        cut_key = tl.where(predicted > 1.5 * max_cands, KEY_MAX, cut_key)
     if SMALLEST:  # the cutoff value v of -x is -v of x: express it in rank_key(x, SMALLEST) space
         cut_key = rank_key(-key_to_value(cut_key), True)
     return cut_key

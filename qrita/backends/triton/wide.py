@@ -1,10 +1,13 @@
 """``@triton.jit`` kernels of the wide top-p stage (docs/algorithm.md §7, segmented).
 
 Rows whose top-p set is too large for the candidate scratch (mode 3 after ``threshold_kernel``)
-are resolved here with every segment of the row working in parallel: each round, 16-way pivot
-counts and masses per segment (grid B x S), merged per row in a fixed order (grid B); then the
-entries left in the interval are compacted (B x S) and searched in registers (B). Rows in other
-modes return at once. Imports triton only.
+are resolved here with every segment of the row working in parallel. First the band the
+threshold kernel placed from a sample (``band_interval``): its entries are compacted, with exact
+counts and masses above it, per segment (B x S), and checked and searched per row (B); on the
+usual hit that is all. A missed or overflowing band leaves a narrowed interval to the rounds:
+16-way pivot counts and masses per segment (B x S), merged per row in a fixed order (B); then the
+entries left are compacted (B x S) and searched in registers (B). Rows in other modes return at
+once. Imports triton only.
 """
 
 import triton
@@ -26,6 +29,7 @@ ROW_F: tl.constexpr = tl.constexpr(4)  # row max, target mass, +inf mode, mass a
 SEG_I: tl.constexpr = tl.constexpr(8)
 PART: tl.constexpr = tl.constexpr(32)  # per segment: 16 counts, key min, key max
 WAYS: tl.constexpr = tl.constexpr(16)
+BAND_ABOVE: tl.constexpr = tl.constexpr(20)  # part_i slot of a segment's count above the band
 
 
 @triton.jit
@@ -148,12 +152,18 @@ def wide_narrow_kernel(
 
 @triton.jit
 def wide_compact_kernel(
-    x_ptr, row_i_ptr,
+    x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, seg_len,
-    cand_val_ptr, cand_idx_ptr, seg_i_ptr,
+    cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
+    BAND: tl.constexpr,
 ):
-    """Copy one segment's entries with key in the row's interval into its candidate slots."""
+    """Copy one segment's entries with key in the row's interval into its candidate slots.
+
+    BAND (the first wide launch, the interval is a band no round has measured): also the
+    segment's count and mass above the band and the band's mass, part_i[..., 20] and
+    part_f[..., 0:2], for :func:`wide_search_kernel` to check the band.
+    """
     row = tl.program_id(0)
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -164,31 +174,101 @@ def wide_compact_kernel(
         cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
         row_x = x_ptr + row64 * stride_x
         count = row * 0
+        row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
+        inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
+        lane_above = tl.zeros([BLOCK], tl.int32)
+        lane_mass_above = tl.zeros([BLOCK], tl.float32)
+        lane_mass_band = tl.zeros([BLOCK], tl.float32)
         for off in range(0, seg_len, BLOCK):
             offs = seg * seg_len + off + tl.arange(0, BLOCK)
             valid = offs < V
             x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
             key = rank_key(x, False).to(tl.int64)
             take = valid & (key > lo) & (key <= hi)
+            if BAND:
+                above = valid & (key > hi)
+                w = weights_of(x, row_max, inf_mode)
+                lane_above += above.to(tl.int32)
+                lane_mass_above += tl.where(above, w, 0.0)
+                lane_mass_band += tl.where(take, w, 0.0)
             n_tile = tl.sum(take.to(tl.int32), axis=0)
             if n_tile > 0:
                 compact_tile(x, seg * seg_len + off, take, tl.arange(0, BLOCK), n_tile, count,
                              row_x, cand_val_ptr + cand, cand_idx_ptr + cand, BLOCK, CAP_SEG,
                              SPARSE)
             count += n_tile
-        tl.store(seg_i_ptr + (row64 * nseg + seg) * SEG_I, count)
+        slot = row64 * nseg + seg
+        tl.store(seg_i_ptr + slot * SEG_I, count)
+        if BAND:
+            tl.store(part_i_ptr + slot * PART + BAND_ABOVE, tl.sum(lane_above, axis=0))
+            tl.store(part_f_ptr + slot * WAYS + 0, tl.sum(lane_mass_above, axis=0))
+            tl.store(part_f_ptr + slot * WAYS + 1, tl.sum(lane_mass_band, axis=0))
+
+
+@triton.jit
+def _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg, lo, hi,
+                      cnt_hi, mass_hi, target, row_max, inf_mode, zero_i,
+                      CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr):
+    """Every entry of (lo, hi] is in the candidate slots: search and count ties there (mode 4)."""
+    CAP: tl.constexpr = NSEG_P2 * CAP_SEG
+    segs = tl.arange(0, NSEG_P2)
+    j = tl.arange(0, CAP)
+    seg_of = j // CAP_SEG
+    cnt = tl.load(seg_i_ptr + (row64 * nseg + seg_of) * SEG_I, mask=seg_of < nseg, other=0)
+    member = (seg_of < nseg) & ((j % CAP_SEG) < cnt)
+    cx = tl.load(cand_val_ptr + row64 * CAP + j, mask=member, other=0.0)
+    ckey = rank_key(cx, False)
+    cw = weights_of(cx, row_max, inf_mode)
+    T = hi.to(tl.int32)
+    if hi - lo > 1:
+        T, r = search_in_registers(ckey, cw, member, lo, hi, cnt_hi, mass_hi, zero_i, target,
+                                   True)
+    at_t = member & (ckey == T)
+    mass_gt = mass_hi + tl.sum(tl.where(member & (ckey > T), cw, 0.0), axis=0)
+    copies = tl.sum(at_t.to(tl.int32), axis=0)
+    w_t = tl.max(tl.where(at_t, cw, 0.0), axis=0)
+    budget = top_p_budget(target, mass_gt, w_t, copies)
+    seg_ties = tl.sum(tl.reshape(at_t.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
+    tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_ties, axis=0)
+             - seg_ties, mask=segs < nseg)
+    tl.store(info + 0, 4)
+    tl.store(info + 1, T)
+    tl.store(info + 2, budget)
+
+
+@triton.jit
+def _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, hi, copies, mass_hi, target,
+                    row_max, inf_mode, NSEG_P2: tl.constexpr):
+    """One key left whose copies overflow the slots: every copy is T, and the compaction counted
+    each segment's copies (past the capacity too)."""
+    segs = tl.arange(0, NSEG_P2)
+    T = hi.to(tl.int32)
+    w_t = weights_of(key_to_value(T), row_max, inf_mode)
+    budget = top_p_budget(target, mass_hi, w_t, copies)
+    tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_cnt, axis=0) - seg_cnt,
+             mask=segs < nseg)
+    tl.store(info + 0, 4)
+    tl.store(info + 1, T)
+    tl.store(info + 2, budget)
 
 
 @triton.jit
 def wide_search_kernel(
-    x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr,
+    x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr,
     V, stride_x, stride_out, fill, nseg,
     out_ptr, seg_before_ptr,
-    BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
+    BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, BAND: tl.constexpr,
 ):
-    """Finish a wide row: pivot search and tie counting on the compacted interval (mode 4, the
-    segments write the row), or, if a segment overflowed, the exact single-program fallback
-    (mode 2, written here)."""
+    """Finish a wide row from its compacted interval: pivot search and tie counting (mode 4, the
+    segments write the row).
+
+    BAND: the interval is the band :func:`band_interval` placed; the segments' exact counts and
+    masses above it say whether it holds T. If it does and its entries fit (or it is one key),
+    finish; otherwise narrow the interval pass A proved to the side of the band that holds T (or
+    to the band, when it holds T but overflowed) and leave the row (mode 3) to the rounds.
+    Not BAND (after the rounds): finish, or if a segment overflowed, the exact single-program
+    fallback (mode 2, written here).
+    """
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
     row = tl.program_id(0)
     zero_i = row * 0
@@ -196,56 +276,73 @@ def wide_search_kernel(
     info = row_i_ptr + row64 * ROW_I
     mode = tl.load(info)
     if mode == 3:
-        lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
         row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
         inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
         segs = tl.arange(0, NSEG_P2)
-        seg_cnt = tl.load(seg_i_ptr + (row64 * nseg + segs) * SEG_I, mask=segs < nseg, other=0)
-        row_x = x_ptr + row64 * stride_x
-        if tl.max(seg_cnt, axis=0) <= CAP_SEG:
-            j = tl.arange(0, CAP)
-            seg_of = j // CAP_SEG
-            cnt = tl.load(seg_i_ptr + (row64 * nseg + seg_of) * SEG_I, mask=seg_of < nseg,
-                          other=0)
-            member = (seg_of < nseg) & ((j % CAP_SEG) < cnt)
-            cx = tl.load(cand_val_ptr + row64 * CAP + j, mask=member, other=0.0)
-            ckey = rank_key(cx, False)
-            cw = weights_of(cx, row_max, inf_mode)
-            T = hi.to(tl.int32)
-            if hi - lo > 1:
-                T, r = search_in_registers(ckey, cw, member, lo, hi, cnt_hi, mass_hi, zero_i,
-                                           target, True)
-            at_t = member & (ckey == T)
-            mass_gt = mass_hi + tl.sum(tl.where(member & (ckey > T), cw, 0.0), axis=0)
-            copies = tl.sum(at_t.to(tl.int32), axis=0)
-            w_t = tl.max(tl.where(at_t, cw, 0.0), axis=0)
-            budget = top_p_budget(target, mass_gt, w_t, copies)
-            seg_ties = tl.sum(tl.reshape(at_t.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
-            tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_ties, axis=0)
-                     - seg_ties, mask=segs < nseg)
-            tl.store(info + 0, 4)
-            tl.store(info + 1, T)
-            tl.store(info + 2, budget)
-        elif hi - lo == 1:
-            # one key left whose copies overflow the slots: every copy is T, and the compaction
-            # counted each segment's copies (past the capacity too)
-            T = hi.to(tl.int32)
-            w_t = weights_of(key_to_value(T), row_max, inf_mode)
-            budget = top_p_budget(target, mass_hi, w_t, cnt_lo - cnt_hi)
-            tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_cnt, axis=0)
-                     - seg_cnt, mask=segs < nseg)
-            tl.store(info + 0, 4)
-            tl.store(info + 1, T)
-            tl.store(info + 2, budget)
+        seg_ok = segs < nseg
+        seg_cnt = tl.load(seg_i_ptr + (row64 * nseg + segs) * SEG_I, mask=seg_ok, other=0)
+        fits = tl.max(seg_cnt, axis=0) <= CAP_SEG
+        if BAND:
+            b_lo, b_hi = _interval(row_i_ptr, row64)
+            target = tl.load(row_f_ptr + row64 * ROW_F + 1)
+            part = (row64 * nseg + segs)
+            cnt_above = tl.sum(tl.load(part_i_ptr + part * PART + BAND_ABOVE, mask=seg_ok,
+                                       other=0), axis=0)
+            mass_above = tl.sum(tl.load(part_f_ptr + part * WAYS + 0, mask=seg_ok, other=0.0),
+                                axis=0)
+            mass_band = tl.sum(tl.load(part_f_ptr + part * WAYS + 1, mask=seg_ok, other=0.0),
+                               axis=0)
+            n_band = tl.sum(seg_cnt, axis=0)
+            t_above = mass_above >= target  # T is above the band
+            t_below = mass_above + mass_band < target  # T is at or below the band's floor
+            if (not t_above) & (not t_below) & fits:
+                _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
+                                  b_lo, b_hi, cnt_above, mass_above, target, row_max, inf_mode,
+                                  zero_i, CAP_SEG, NSEG_P2)
+                tl.store(info + 13, 1)
+            elif (not t_above) & (not t_below) & (b_hi - b_lo == 1):
+                _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, b_hi, n_band,
+                                mass_above, target, row_max, inf_mode, NSEG_P2)
+                tl.store(info + 13, 1)
+            else:
+                # the interval pass A proved, narrowed by the band's exact counts and masses
+                lo = tl.load(info + 9).to(tl.int64) - 1
+                hi = tl.load(info + 10).to(tl.int64)
+                cnt_lo = tl.load(info + 11)
+                cnt_hi = tl.load(info + 12)
+                mass_hi = tl.load(row_f_ptr + row64 * ROW_F + 3)
+                lo = tl.where(t_above, b_hi, tl.where(t_below, lo, b_lo))
+                hi = tl.where(t_above, hi, tl.where(t_below, b_lo, b_hi))
+                cnt_lo = tl.where(t_above, cnt_above,
+                                  tl.where(t_below, cnt_lo, cnt_above + n_band))
+                cnt_hi = tl.where(t_above, cnt_hi,
+                                  tl.where(t_below, cnt_above + n_band, cnt_above))
+                mass_hi = tl.where(t_above, mass_hi,
+                                   tl.where(t_below, mass_above + mass_band, mass_above))
+                tl.store(info + 5, (lo + 1).to(tl.int32))
+                tl.store(info + 6, hi.to(tl.int32))
+                tl.store(info + 7, cnt_lo)
+                tl.store(info + 8, cnt_hi)
+                tl.store(row_f_ptr + row64 * ROW_F + 3, mass_hi)
         else:
-            T, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
-                row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max, inf_mode,
-                cand_val_ptr + row64 * CAP, cand_idx_ptr + row64 * CAP, BLOCK, CAP, True, True,
-                False)
-            w_t = weights_of(key_to_value(T), row_max, inf_mode)
-            budget = top_p_budget(target, mass_gt, w_t, cnt_ge - cnt_gt)
-            write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill, BLOCK,
-                             False)
-            tl.store(info + 0, 2)
-            tl.store(info + 1, T)
-            tl.store(info + 2, budget)
+            lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
+            row_x = x_ptr + row64 * stride_x
+            if fits:
+                _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
+                                  lo, hi, cnt_hi, mass_hi, target, row_max, inf_mode, zero_i,
+                                  CAP_SEG, NSEG_P2)
+            elif hi - lo == 1:
+                _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, hi, cnt_lo - cnt_hi,
+                                mass_hi, target, row_max, inf_mode, NSEG_P2)
+            else:
+                T, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
+                    row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max,
+                    inf_mode, cand_val_ptr + row64 * CAP, cand_idx_ptr + row64 * CAP, BLOCK,
+                    CAP, True, True, False)
+                w_t = weights_of(key_to_value(T), row_max, inf_mode)
+                budget = top_p_budget(target, mass_gt, w_t, cnt_ge - cnt_gt)
+                write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill, BLOCK,
+                                 False)
+                tl.store(info + 0, 2)
+                tl.store(info + 1, T)
+                tl.store(info + 2, budget)

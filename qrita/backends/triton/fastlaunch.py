@@ -1,0 +1,337 @@
+"""Launch already-compiled Triton kernels without ``JITFunction.run``'s per-call host work.
+
+Why
+    ``kernel[grid](*args, **kwargs)`` runs ``JITFunction.run`` on every call: it binds the
+    arguments, specializes each one (``native_specialize_impl``), builds a string cache key and
+    the launch metadata before it reaches the compiled launcher. On an H200 (Triton 3.6) that is
+    ~50-65 us per launch, while a batch-1 mask call has ~30 us of GPU work in four launches.
+    ``launch(kernel, grid, *args, **kwargs)`` has the same effect, but once a specialization has
+    been seen it computes a cheap key of its own and calls the cached ``CompiledKernel`` directly.
+
+How
+    The first call for each key goes through ``kernel[grid](*args, **kwargs)``: Triton
+    specializes, compiles (or finds) and launches the kernel and returns the ``CompiledKernel``,
+    which is remembered under our key. Later calls with an equal key call ``compiled.run`` as
+    ``JITFunction.run`` does: the grid padded to three dimensions with 1s, the current torch stream
+    of the current device (``driver.active.get_current_device`` / ``get_current_stream``, so
+    ``torch.cuda.set_device``, ``torch.cuda.stream`` and CUDA-graph capture behave as with
+    ``kernel[grid]``), the compiled function and packed metadata, and every parameter's value in
+    declaration order, defaults filled in (the launcher itself drops constexprs and the ints
+    specialized to 1). No launch metadata and no hooks are passed: while hooks are installed,
+    calls take the normal path. Arguments are bound by a function generated with the kernel's
+    parameters plus ``**options``, as Triton's own binder is.
+
+The key
+    It must tell apart any two calls that Triton would compile or launch differently; being finer
+    than Triton's only costs one extra normal call. It holds the device, ``debug`` and the
+    ``knobs.compilation`` values that ``JITFunction.run`` copies into the options, and
+
+    * per non-constexpr parameter, what Triton specializes on: for a tensor its dtype and whether
+      ``data_ptr() % 16 == 0``; for an int whether it equals 1, whether it is divisible by 16 and
+      whether it fits i32, u64 or else i64; ``float`` / ``bool`` / ``None`` by type. Other types
+      (tuples, tensor descriptors, ...) are not keyed: such a call takes the normal path;
+    * per constexpr parameter, and per launch option (``num_warps``, ``num_stages``, ...; names
+      and order kept), its value: ints and strings as they are, anything else as type and
+      ``repr``, which is what Triton's string key holds.
+
+Assumptions, checked when a kernel is first launched (if one fails, or the set-up raises, that
+kernel always takes the normal path)
+    * ``JITFunction.run`` launches with ``kernel.run(grid_0, grid_1, grid_2, stream,
+      kernel.function, kernel.packed_metadata, launch_metadata, enter_hook, exit_hook,
+      *bound_args.values())`` and copies into the options only the global values keyed above (its
+      source is read once to check this; true for Triton 3.6 to 3.9);
+    * a CUDA target whose backend keeps Triton's default specialization (the one keyed above);
+    * a plain ``JITFunction`` (not an autotuner, heuristics or interpreter wrapper) whose
+      parameters are all positional-or-keyword;
+    * Triton never drops a compiled kernel from its in-memory cache (it does not).
+
+Per call, the normal path is taken while launch enter/exit hooks (profilers), pre-run hooks or a
+stages-inspection hook are installed, for a callable grid, and for a call Triton would reject.
+The fast path is off under ``TRITON_INTERPRET=1`` and with ``QRITA_FAST_LAUNCH=0`` (both read when
+a kernel is first launched). Kernels seen by ``launch`` are kept alive by its cache.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import os
+import re
+from collections.abc import Hashable, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+_Tensor = torch.Tensor
+
+__all__ = ["launch", "fast_path_active", "specialization_key"]
+
+
+class _Unsupported(Exception):
+    """An argument we do not key: the call takes the normal path."""
+
+
+# ------------------------------------------------------------------------------ Triton check
+# What JITFunction.run does, whitespace removed (Triton 3.6 - 3.9): binds, keys its cache on the
+# specialization and options only, pads the grid, launches.
+_RUN_STEPS = (
+    "bound_args,specialization,options=binder(*args,**kwargs)",
+    "grid_1=grid[1]ifgrid_size>1else1", "grid_2=grid[2]ifgrid_size>2else1",
+    "kernel.run(grid_0,grid_1,grid_2,stream,kernel.function,kernel.packed_metadata,"
+    "launch_metadata,knobs.runtime.launch_enter_hook,knobs.runtime.launch_exit_hook,"
+    "*bound_args.values())",
+)
+_CACHE_KEYS = ("key=compute_cache_key(kernel_key_cache,specialization,options)",  # 3.5+
+               "key=str(specialization)+str(options)")
+_DEBUG_OPTION = 'kwargs["debug"]=kwargs.get("debug",self.debug)orknobs.runtime.debug'
+_MISSING = object()
+
+_tr: SimpleNamespace | None = None  # the parts of Triton the fast path uses, once checked
+_tr_error = ""
+
+
+def _triton() -> SimpleNamespace:
+    """Import and check what the fast path relies on (once); raises when anything differs."""
+    global _tr, _tr_error
+    if _tr is not None:
+        return _tr
+    if _tr_error:
+        raise RuntimeError(_tr_error)
+    try:
+        from triton import knobs
+        from triton.backends.compiler import BaseBackend
+        from triton.compiler import CompiledKernel, make_backend
+        from triton.runtime import jit
+        from triton.runtime.driver import driver
+
+        src = re.sub(r"\s+", "", inspect.getsource(jit.JITFunction.run))
+        if not all(step in src for step in _RUN_STEPS) or not any(k in src for k in _CACHE_KEYS):
+            raise RuntimeError("JITFunction.run differs from what fastlaunch expects")
+        # Triton 3.9 adds to the specialization only for a stages-inspection hook (we step aside)
+        if src.count("specialization.append") > src.count("add_stages_inspection_hook()"):
+            raise RuntimeError("JITFunction.run adds to the specialization")
+        # the options JITFunction.run copies from global state: each must be one we key on
+        compilation_knobs = []
+        for name in re.findall(r'kwargs\["(\w+)"\]=', src):
+            if name == "debug" and _DEBUG_OPTION in src:
+                continue
+            if f'kwargs["{name}"]=knobs.compilation.{name}' not in src:
+                raise RuntimeError(f"JITFunction.run sets option {name!r} that fastlaunch does not key")
+            getattr(knobs.compilation, name)
+            compilation_knobs.append(name)
+        _tr = SimpleNamespace(
+            knobs=knobs, driver=driver, JITFunction=jit.JITFunction,
+            JITCallable=getattr(jit, "JITCallable", jit.JITFunction),
+            CompiledKernel=CompiledKernel, make_backend=make_backend, BaseBackend=BaseBackend,
+            HookChain=getattr(knobs, "HookChain", None),
+            # reads their values from knobs.compilation
+            compilation_options=(operator.attrgetter(*compilation_knobs) if compilation_knobs
+                                 else lambda _: ()))
+    except Exception as err:
+        _tr_error = f"Triton not supported by fastlaunch: {type(err).__name__}: {err}"
+        raise RuntimeError(_tr_error) from err
+    return _tr
+
+
+# ------------------------------------------------------------------------------ keys
+def _spec_token(v: Any) -> Hashable:
+    """What Triton specializes a non-constexpr argument on (or finer)."""
+    t = type(v)
+    if t is int:  # i32: False / True (divisible by 16), 1: "one", i64: 2 / 3, u64: 4 / 5
+        if -0x8000_0000 <= v <= 0x7FFF_FFFF:
+            return "one" if v == 1 else v & 15 == 0  # 1 becomes a constexpr (not launched)
+        if 0x8000_0000_0000_0000 <= v <= 0xFFFF_FFFF_FFFF_FFFF:
+            return 4 + (v & 15 == 0)
+        return 2 + (v & 15 == 0)
+    if t is _Tensor:
+        return (v.dtype, v.data_ptr() & 15 == 0)  # dtype, 16-byte aligned
+    if t is float:
+        return "fp32"
+    if t is bool:
+        return "u1"
+    if v is None:
+        return None
+    if isinstance(v, _Tensor):  # subclasses (nn.Parameter, ...)
+        return (v.dtype, v.data_ptr() & 15 == 0)
+    raise _Unsupported(t.__name__)  # tuples, tensor descriptors, other pointer-likes, ...
+
+
+def _value_token(v: Any) -> Hashable:
+    """A constexpr or option value: equal tokens mean equal values as Triton's key sees them."""
+    t = type(v)
+    if t is int or t is str:
+        return v
+    if t is bool or v is None:
+        return (t, v)  # True == 1 as a dict key, but not to Triton
+    if isinstance(v, _tr.JITCallable):  # Triton keys it by its source hash: we do not
+        raise _Unsupported(t.__name__)
+    return (t, repr(v))  # what Triton's string key holds; e.g. 0.0 and -0.0 differ
+
+
+class _Entry:
+    """One compiled specialization: its launcher and what a launch needs besides arguments."""
+
+    __slots__ = ("compiled", "run", "function", "packed_metadata")
+
+    def __init__(self, compiled: Any) -> None:
+        self.compiled = compiled  # keeps the module loaded
+        self.run = compiled.run
+        self.function = compiled.function
+        self.packed_metadata = compiled.packed_metadata
+
+
+def _make_binder(names: Sequence[str], constexpr: Sequence[bool], defaults: Sequence[Any]):
+    """A function with the kernel's parameters (and ``**options``), as Triton binds them, that
+    returns (tokens of the parameters, their values in order, options). Generated, so that
+    Python binds the arguments and fills in defaults."""
+    if {"_spec", "_value", "_defaults", "options"} & set(names):
+        raise TypeError("a kernel parameter name clashes with the binder's")
+    params = [name if d is inspect.Parameter.empty else f"{name}=_defaults[{i}]"
+              for i, (name, d) in enumerate(zip(names, defaults))]
+    tokens = [f"_value({n})" if c else f"_spec({n})" for n, c in zip(names, constexpr)]
+    src = (f"def bind({', '.join([*params, '**options'])}):\n"
+           f"    return ({''.join(t + ', ' for t in tokens)}), "
+           f"({''.join(n + ', ' for n in names)}), options\n")
+    namespace = {"_spec": _spec_token, "_value": _value_token, "_defaults": tuple(defaults)}
+    exec(src, namespace)
+    return namespace["bind"]
+
+
+class _Kernel:
+    """What ``launch`` knows about one kernel."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.fast = False
+        self.reason = "not set up"
+        self.cache: dict[tuple, _Entry] = {}
+
+    def bind(self) -> None:
+        """Read the kernel's signature (no device needed); raises for kernels we do not handle."""
+        tr = _triton()
+        kernel = self.kernel
+        if not isinstance(kernel, tr.JITFunction) or type(kernel).run is not tr.JITFunction.run:
+            raise TypeError(f"not a plain triton.jit kernel: {type(kernel).__name__}")
+        params = list(kernel.signature.parameters.values())
+        if any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params):
+            raise TypeError("kernel parameters must all be positional-or-keyword")
+        if [p.name for p in params] != [p.name for p in kernel.params]:
+            raise TypeError("kernel.params does not follow its signature")
+        self.binder = _make_binder([p.name for p in params],
+                                   [bool(p.is_constexpr) for p in kernel.params],
+                                   [p.default for p in params])
+        for attr in ("pre_run_hooks", "used_global_vals", "debug"):
+            getattr(kernel, attr)
+
+    def setup(self) -> None:
+        """``bind`` plus the switches and the current device's target; sets ``fast``."""
+        try:
+            if os.environ.get("QRITA_FAST_LAUNCH", "1") == "0":
+                raise RuntimeError("QRITA_FAST_LAUNCH=0")
+            tr = _triton()
+            if tr.knobs.runtime.interpret:
+                raise RuntimeError("TRITON_INTERPRET=1")
+            self.bind()
+            target = tr.driver.active.get_current_target()
+            if target.backend != "cuda":
+                raise RuntimeError(f"target {target.backend!r} is not CUDA")
+            backend = type(tr.make_backend(target))
+            if not getattr(backend, "supports_native_tensor_specialization", False) or any(
+                    getattr(backend, m) is not getattr(tr.BaseBackend, m)
+                    for m in ("get_int_specialization", "get_tensor_specialization")):
+                raise RuntimeError(f"{backend.__name__} specializes differently")
+        except Exception as err:  # the normal path, for good
+            self.fast, self.reason = False, f"{type(err).__name__}: {err}"
+        else:
+            self.fast, self.reason = True, ""
+
+    def key(self, device: int, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, tuple]:
+        """(our cache key, the arguments in declaration order) of a call. Raises when Triton's
+        binder would (missing or unknown arguments) or for arguments we do not key."""
+        tokens, values, options = self.binder(*args, **kwargs)
+        knobs = _tr.knobs
+        key = (device, self.kernel.debug, knobs.runtime.debug,
+               _tr.compilation_options(knobs.compilation),
+               tokens, tuple(options), tuple(map(_value_token, options.values())))
+        return key, values
+
+
+_kernels: dict[int, _Kernel] = {}  # by id(kernel); each holds its kernel, so ids are not reused
+
+
+def _get(kernel: Any) -> _Kernel:
+    k = _kernels.get(id(kernel))
+    if k is None:
+        k = _Kernel(kernel)
+        k.setup()
+        _kernels[id(kernel)] = k
+    return k
+
+
+def _hooks_idle(runtime: Any) -> bool:
+    """No launch hook (Triton's default: empty HookChains) and no stages-inspection hook."""
+    enter, exit_ = runtime.launch_enter_hook, runtime.launch_exit_hook
+    if type(enter) is _tr.HookChain and type(exit_) is _tr.HookChain:  # the usual case, quickly
+        return (not enter.calls and not exit_.calls
+                and getattr(runtime, "add_stages_inspection_hook", None) is None)
+    for hook in (enter, exit_):
+        if hook is not None and (type(hook) is not _tr.HookChain or hook.calls):
+            return False
+    return getattr(runtime, "add_stages_inspection_hook", None) is None
+
+
+def _globals_unchanged(kernel: Any) -> bool:
+    """Triton raises when a global the kernel read at compile time has changed: let it."""
+    for (name, _), (val, globals_dict) in kernel.used_global_vals.items():
+        if globals_dict.get(name, _MISSING) != val:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------ public
+def launch(kernel: Any, grid: Sequence[int], /, *args: Any, **kwargs: Any) -> None:
+    """Same effect as ``kernel[grid](*args, **kwargs)`` (kwargs: constexprs and launch options
+    such as ``num_warps`` / ``num_stages``), but after the first call for a given specialization
+    it launches the cached compiled kernel directly, skipping ``JITFunction.run``'s binder."""
+    k = _kernels.get(id(kernel)) or _get(kernel)
+    if (not k.fast or callable(grid) or kernel.pre_run_hooks
+            or not _hooks_idle(_tr.knobs.runtime)):
+        kernel[grid](*args, **kwargs)
+        return
+    drv = _tr.driver.active
+    device = drv.get_current_device()
+    try:
+        key, values = k.key(device, args, kwargs)
+    except Exception:  # not keyed, or a bad call: Triton handles it (and raises if it must)
+        kernel[grid](*args, **kwargs)
+        return
+    entry = k.cache.get(key)
+    if entry is None or (kernel.used_global_vals and not _globals_unchanged(kernel)):
+        compiled = kernel[grid](*args, **kwargs)  # specializes, compiles, launches (or raises)
+        if isinstance(compiled, _tr.CompiledKernel) and compiled.function is not None:
+            k.cache[key] = _Entry(compiled)
+        return
+    n = len(grid)
+    entry.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
+              drv.get_current_stream(device), entry.function, entry.packed_metadata,
+              None, None, None, *values)
+
+
+def fast_path_active(kernel: Any) -> bool:
+    """Whether ``launch`` takes the fast path for this kernel (sets it up on first use)."""
+    return _get(kernel).fast
+
+
+def specialization_key(kernel: Any, /, *args: Any, **kwargs: Any) -> tuple | None:
+    """The key ``launch`` files this call under on device 0; None when it is not keyed (normal
+    path). Raises ``TypeError`` where Triton's binder would (missing or repeated arguments).
+
+    For tests and debugging: it needs no GPU (only the kernel's signature is read).
+    """
+    k = _Kernel(kernel)
+    k.bind()
+    try:
+        return k.key(0, args, kwargs)[0]
+    except _Unsupported:
+        return None

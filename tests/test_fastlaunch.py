@@ -1,0 +1,564 @@
+"""qrita/backends/triton/fastlaunch.py: ``launch(kernel, grid, ...)`` against ``kernel[grid](...)``.
+
+On a CPU-only machine: the key against Triton's own specialization, the whole fast path against
+``JITFunction.run`` with a stand-in driver and compiler (no GPU: what reaches the compiled
+kernel's launcher is recorded and compared), and the interpreter fallback. On a GPU (``gpu``
+marker): outputs of a real kernel compared bit for bit over several specializations, CUDA-graph
+capture, and the current device.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+
+import pytest
+
+# The interpreter must be chosen before triton is first imported (tests/conftest.py does it for
+# the whole session on machines without a GPU device node).
+if not (os.path.exists("/dev/nvidia0") or os.path.exists("/dev/kfd")):
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+
+ON_GPU = torch.cuda.is_available()
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+if not ON_GPU and not INTERPRET:
+    raise RuntimeError("no GPU and TRITON_INTERPRET is not 1: set it before triton is imported")
+
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import CompiledKernel  # noqa: E402
+from triton.runtime import jit as triton_jit  # noqa: E402
+from triton.runtime.driver import driver as triton_driver  # noqa: E402
+
+from qrita.backends.triton import fastlaunch  # noqa: E402
+from qrita.backends.triton.fastlaunch import (  # noqa: E402
+    fast_path_active,
+    launch,
+    specialization_key,
+)
+
+DEVICE = "cuda" if ON_GPU else "cpu"
+
+
+def _probe(x_ptr, out_ptr, n, one, sixteen, other, big, scale, flag,
+           BLOCK: tl.constexpr, MODE: tl.constexpr = 0):
+    """A pointer, ints (== 1, % 16, other, > 2**31), a float, a bool and constexprs."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    ints = one * 3 + sixteen + other * 5 + big % 1000
+    y = x * scale + ints.to(tl.float32)
+    if flag:
+        y = -y
+    if MODE == 1:
+        y = y * 2.0
+    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+probe = triton.jit(_probe)  # compiled on a GPU, interpreted under TRITON_INTERPRET=1
+
+
+def _jit_function():
+    """A fresh compiled-mode kernel whatever TRITON_INTERPRET says (never launched for real)."""
+    return triton_jit.JITFunction(_probe)
+
+
+def _tensors():
+    base32 = torch.zeros(64, dtype=torch.float32)
+    base16 = torch.zeros(64, dtype=torch.float16)
+    return {"f32": base32[:32], "f32_off4": base32[1:33], "f32_off16": base32[4:36],
+            "f16": base16[:32], "f16_off2": base16[1:33], "none": None}
+
+
+# ------------------------------------------------------------------------------ the key
+def _key(kernel, x, n=100, one=1, sixteen=16, other=7, big=2**31 + 5, scale=1.5, flag=False,
+         **kw):
+    kw.setdefault("BLOCK", 64)
+    return specialization_key(kernel, x, x, n, one, sixteen, other, big, scale, flag, **kw)
+
+
+@pytest.mark.parametrize("a,b", [
+    ({"x": "f32"}, {"x": "f32_off4"}),                  # 16-byte alignment
+    ({"x": "f32"}, {"x": "f16"}),                       # dtype
+    ({"x": "f32"}, {"x": "none"}),                      # None
+    ({"other": 1}, {"other": 2}),                       # == 1
+    ({"other": 16}, {"other": 17}),                     # % 16
+    ({"other": 7}, {"other": 2**31 + 7}),               # i32 / i64
+    ({"other": -2**31}, {"other": -2**31 - 16}),        # i32 / i64, negative
+    ({"other": 2**62 + 16}, {"other": 2**63 + 16}),     # i64 / u64
+    ({"other": 1}, {"other": True}),                    # int / bool
+    ({"other": 2}, {"other": 2.0}),                     # int / float
+    ({"BLOCK": 64}, {"BLOCK": 128}),                    # constexpr value
+    ({"BLOCK": 1}, {"BLOCK": True}),                    # constexpr 1 / True
+    ({"BLOCK": 1}, {"BLOCK": 1.0}),                     # constexpr 1 / 1.0
+    ({"BLOCK": 0.0}, {"BLOCK": -0.0}),                  # constexpr 0.0 / -0.0
+    ({"MODE": 0}, {"MODE": 1}),                         # constexpr with a default
+    ({}, {"num_warps": 8}),                             # launch option
+    ({"num_warps": 4}, {"num_warps": 8}),
+    ({"num_warps": 4}, {"num_stages": 4}),
+])
+def test_key_differs(a, b):
+    kernel = _jit_function()
+    ta = _tensors()
+    ka = _key(kernel, ta[a.pop("x", "f32")], **a)
+    kb = _key(kernel, ta[b.pop("x", "f32")], **b)
+    assert ka is not None and kb is not None
+    assert ka != kb
+
+
+@pytest.mark.parametrize("a,b", [
+    ({"x": "f32"}, {"x": "f32_off16"}),                 # both aligned
+    ({"other": 7}, {"other": 9}),                       # i32, not % 16
+    ({"other": 16}, {"other": -32}),                    # i32, % 16
+    ({"other": 2**31}, {"other": 2**40}),               # i64, % 16
+    ({"other": 2**63 + 1}, {"other": 2**64 - 1}),       # u64
+    ({"scale": 1.5}, {"scale": -3.0}),                  # floats are not specialized
+    ({"flag": True}, {"flag": False}),                  # nor bools
+    ({"n": 100, "BLOCK": 64}, {"n": 300, "BLOCK": 64}),
+])
+def test_key_equal(a, b):
+    kernel = _jit_function()
+    ta = _tensors()
+    ka = _key(kernel, ta[a.pop("x", "f32")], **a)
+    kb = _key(kernel, ta[b.pop("x", "f32")], **b)
+    assert ka is not None and ka == kb
+
+
+def test_key_binds_like_triton():
+    """Positional or keyword, default given or not: the same call, the same key."""
+    kernel = _jit_function()
+    x = _tensors()["f32"]
+    args = (x, x, 100, 1, 16, 7, 2**31 + 5, 1.5, False)
+    k1 = specialization_key(kernel, *args, BLOCK=64)
+    assert k1 == specialization_key(kernel, *args, 64)
+    assert k1 == specialization_key(kernel, *args, 64, 0)
+    assert k1 == specialization_key(kernel, *args[:2], n=100, one=1, sixteen=16, other=7,
+                                    big=2**31 + 5, scale=1.5, flag=False, BLOCK=64, MODE=0)
+    with pytest.raises(TypeError):  # missing BLOCK: Triton raises too (launch lets it)
+        specialization_key(kernel, *args)
+
+
+def test_key_unsupported_types_are_not_keyed():
+    kernel = _jit_function()
+    x = _tensors()["f32"]
+    np = pytest.importorskip("numpy")
+    assert _key(kernel, x, other=np.int64(7)) is None
+    assert _key(kernel, x, scale=np.float32(1.5)) is None
+    assert _key(kernel, x, other="7") is None
+    assert _key(kernel, x, other=(1, 2)) is None
+
+
+def test_key_partitions_calls_like_triton():
+    """Two calls share our key exactly when they share Triton's key (Triton's own binder,
+    specialization and cache key for an sm_90 target; no GPU needed). Calls: random ones, each
+    with every argument in turn replaced by every value of its pool."""
+    from triton.compiler import make_backend
+
+    kernel = _jit_function()
+    backend = make_backend(GPUTarget("cuda", 90, 32))
+    binder = triton_jit.create_function_from_signature(kernel.signature, kernel.params, backend)
+    tensors = list(_tensors().values())
+    ints = [0, 1, 2, 7, 16, 17, -1, -16, 2**31 - 1, 2**31, 2**31 + 3, -2**31, -2**31 - 1,
+            -2**31 - 16, 2**40, 2**63 - 1, 2**63, 2**63 + 5, 2**64 - 16, True, False, 1.0, 2.5]
+    consts = [64, 128, 1, True, 1.0, 64.0, 0.0, -0.0, None, "a"]
+    pools = [tensors, tensors, ints, ints, ints, ints, ints, [1.5, 2.0, 1, True], [True, False]]
+    options = [{}, {"num_warps": 4}, {"num_warps": 8}, {"num_stages": 2}]
+    rng = random.Random(0)
+    ours, theirs = {}, {}
+
+    def record(args, kw):
+        _, specialization, opts = binder(*args, **kw)
+        triton_key = triton_jit.compute_cache_key({}, specialization, opts)
+        our_key = specialization_key(kernel, *args, **kw)
+        assert our_key is not None
+        ours.setdefault(our_key, set()).add(triton_key)
+        theirs.setdefault(triton_key, set()).add(our_key)
+
+    for _ in range(60):
+        args = [rng.choice(pool) for pool in pools]
+        kw = {"BLOCK": rng.choice(consts), "MODE": rng.choice(consts), **rng.choice(options)}
+        for i, pool in enumerate(pools):
+            for v in pool:
+                record((*args[:i], v, *args[i + 1:]), kw)
+        for name in ("BLOCK", "MODE"):
+            for v in consts:
+                record(args, {**kw, name: v})
+        for opts in options:
+            record(args, {"BLOCK": kw["BLOCK"], **opts})
+    assert all(len(v) == 1 for v in ours.values()), "one of our keys holds two Triton keys"
+    assert all(len(v) == 1 for v in theirs.values()), "needlessly finer than Triton"
+    assert len(ours) < sum(map(len, ours.values())) * 2  # not a trivial partition
+    assert len(ours) > 1000
+
+
+# ------------------------------------------------------------------------------ stand-in GPU
+class _Recorder:
+    def __init__(self):
+        self.calls = []
+
+
+class _FakeCompiled(CompiledKernel):
+    """Stands in for a compiled kernel: its launcher records what it is called with."""
+
+    def __init__(self, recorder, device, key):  # no super().__init__: nothing to load
+        self.module, self.name = None, f"probe:{device}:{len(recorder.calls)}"
+        self.function = object()  # a CUfunction handle, per compiled kernel and device
+        self.packed_metadata = (device, key)
+        self.recorder = recorder
+
+    @property
+    def run(self):
+        return lambda *a: self.recorder.calls.append((self, a))
+
+    def launch_metadata(self, grid, stream, *args):
+        return ("metadata", grid, stream)
+
+
+class _FakeDriver:
+    def __init__(self):
+        self.device, self.streams = 0, {0: 1111, 1: 2222}
+
+    def get_current_target(self):
+        return GPUTarget("cuda", 90, 32)
+
+    def get_current_device(self):
+        return self.device
+
+    def get_current_stream(self, device):
+        return self.streams[device]
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A compiled-mode kernel on a stand-in driver whose compiler records what it compiles."""
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.delenv("QRITA_FAST_LAUNCH", raising=False)
+    drv = _FakeDriver()
+    monkeypatch.setattr(triton_driver, "_active", drv)
+    kernel = _jit_function()
+    recorder = _Recorder()
+    compiled = {}
+
+    def do_compile(key, signature, device, constexprs, options, attrs, warmup):
+        ck = _FakeCompiled(recorder, device, key)
+        compiled[(device, key)] = ck
+        kernel.device_caches[device][0][key] = ck
+        return ck
+
+    monkeypatch.setattr(kernel, "_do_compile", do_compile, raising=False)
+    return kernel, drv, recorder, compiled
+
+
+def _calls():
+    ts = _tensors()
+    x, y = ts["f32"], ts["f16"]
+    cases = []
+    for xx, other, big, block, mode, warps in itertools.product(
+            [x, ts["f32_off4"]], [1, 7, 16], [5, 2**31 + 5], [64, 128], [0, 1], [None, 8]):
+        args = (xx, y, 100, 1, 16, other, big, 0.5, other == 7)
+        kw = {"BLOCK": block} if mode == 0 else {"BLOCK": block, "MODE": mode}
+        if warps:
+            kw["num_warps"] = warps
+        cases.append(((3, 2), args, kw))
+    cases.append(((5,), (x, y, 33, 1, 32, 3, 9, 2.0, True), {"BLOCK": 32}))
+    cases.append([(2, 1, 4, 9), (x, y, 33, 1, 32, 3, 9, 2.0, True), {"BLOCK": 32}])
+    cases.append(((7,), (x, y), dict(n=3, one=1, sixteen=16, other=5, big=2, scale=1.0,
+                                     flag=False, BLOCK=16, MODE=1)))
+    return cases
+
+
+def _split(call):
+    compiled, a = call
+    return compiled, a[:4], a[4], a[5], a[6], a[7], a[8], a[9:]
+
+
+def test_fast_path_launches_what_triton_launches(fake_gpu):
+    kernel, drv, recorder, compiled = fake_gpu
+    assert fast_path_active(kernel), fastlaunch._kernels[id(kernel)].reason
+    for grid, args, kw in _calls():
+        kernel[grid](*args, **kw)  # what JITFunction.run hands the launcher
+        launch(kernel, grid, *args, **kw)  # first time for this key: the normal path
+        launch(kernel, grid, *args, **kw)  # the fast path
+        slow, first, fast = recorder.calls[-3:]
+        s_ck, s_grid, s_fn, s_meta, s_lmeta, s_enter, s_exit, s_args = _split(slow)
+        f_ck, f_grid, f_fn, f_meta, f_lmeta, f_enter, f_exit, f_args = _split(fast)
+        assert first[0] is s_ck
+        assert f_ck is s_ck and f_fn is s_fn is s_ck.function and f_meta is s_meta
+        assert f_grid == s_grid and f_grid[3] == drv.streams[0]
+        assert len(f_args) == len(s_args) and all(a is b for a, b in zip(f_args, s_args))
+        assert f_lmeta is None and f_enter is None and f_exit is None  # the fast path ran
+        assert s_enter is not None and not s_enter.calls  # Triton's default: an empty chain
+    assert len(fastlaunch._kernels[id(kernel)].cache) == len(compiled)  # one entry per kernel
+
+
+def test_grid_padding(fake_gpu):
+    kernel, _, recorder, _ = fake_gpu
+    x = _tensors()["f32"]
+    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    for grid, padded in [((4,), (4, 1, 1)), ((4, 3), (4, 3, 1)), ([4, 3, 2], (4, 3, 2))]:
+        launch(kernel, grid, *args, BLOCK=16)
+        launch(kernel, grid, *args, BLOCK=16)
+        assert recorder.calls[-1][1][:3] == padded
+        assert recorder.calls[-1][1][6] is None  # fast
+
+
+def test_current_device_and_stream(fake_gpu):
+    kernel, drv, recorder, compiled = fake_gpu
+    x = _tensors()["f32"]
+    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    launch(kernel, (1,), *args, BLOCK=16)
+    launch(kernel, (1,), *args, BLOCK=16)
+    on0 = recorder.calls[-1][0]
+    drv.device = 1  # torch.cuda.set_device(1)
+    launch(kernel, (1,), *args, BLOCK=16)
+    launch(kernel, (1,), *args, BLOCK=16)
+    ck, a = recorder.calls[-1]
+    assert ck is not on0 and ck.packed_metadata[0] == 1 and a[3] == drv.streams[1]
+    drv.streams[1] = 3333  # torch.cuda.stream(s) / graph capture
+    launch(kernel, (1,), *args, BLOCK=16)
+    assert recorder.calls[-1][1][3] == 3333 and recorder.calls[-1][1][6] is None
+
+
+def _last_was_fast(recorder):
+    return recorder.calls[-1][1][6] is None
+
+
+def test_normal_path_with_launch_hooks(fake_gpu):
+    from triton import knobs
+
+    kernel, _, recorder, _ = fake_gpu
+    x = _tensors()["f32"]
+    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    launch(kernel, (1,), *args, BLOCK=16)
+    launch(kernel, (1,), *args, BLOCK=16)
+    assert _last_was_fast(recorder)
+    seen = []
+    hook = knobs.runtime.launch_enter_hook
+    if hasattr(hook, "add"):  # a HookChain (Triton >= 3.4)
+        hook.add(seen.append)
+        try:
+            launch(kernel, (1,), *args, BLOCK=16)
+        finally:
+            hook.remove(seen.append)
+    else:
+        knobs.runtime.launch_enter_hook = seen.append
+        try:
+            launch(kernel, (1,), *args, BLOCK=16)
+        finally:
+            knobs.runtime.launch_enter_hook = hook
+    assert not _last_was_fast(recorder)
+    launch(kernel, (1,), *args, BLOCK=16)
+    assert _last_was_fast(recorder)
+
+
+class _Pointer:
+    """Not a torch tensor, but Triton takes it as a pointer (it has data_ptr and dtype)."""
+
+    dtype = torch.float32
+
+    def data_ptr(self):
+        return 4096
+
+
+def test_normal_path_for_pre_run_hooks_callable_grid_and_unkeyed_args(fake_gpu):
+    np = pytest.importorskip("numpy")
+    kernel, _, recorder, _ = fake_gpu
+    x = _tensors()["f32"]
+    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    launch(kernel, (1,), *args, BLOCK=16)
+    launch(kernel, lambda meta: (1,), *args, BLOCK=16)
+    assert not _last_was_fast(recorder)
+    for _ in range(2):
+        launch(kernel, (1,), _Pointer(), *args[1:], BLOCK=16)
+        assert not _last_was_fast(recorder)
+    with pytest.raises(TypeError):  # Triton's own error for an argument it cannot take
+        launch(kernel, (1,), *args[:5], np.int64(3), *args[6:], BLOCK=16)
+    kernel.add_pre_run_hook(lambda *a, **k: None)
+    launch(kernel, (1,), *args, BLOCK=16)
+    assert not _last_was_fast(recorder)
+
+
+def test_bad_calls_raise_as_triton_does(fake_gpu):
+    kernel, _, _, _ = fake_gpu
+    x = _tensors()["f32"]
+    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    launch(kernel, (1,), *args, BLOCK=16)
+    launch(kernel, (1,), *args, BLOCK=16)
+    with pytest.raises(TypeError):
+        launch(kernel, (1,), *args)  # missing BLOCK
+    with pytest.raises(TypeError):
+        launch(kernel, (1,), *args, 16, n=3, BLOCK=16)  # n twice
+    with pytest.raises(KeyError):
+        launch(kernel, (1,), *args, BLOCK=16, num_wraps=4)  # unknown option
+
+
+def test_changed_global_raises_as_triton_does(fake_gpu):
+    kernel, _, _, _ = fake_gpu
+    x = _tensors()["f32"]
+    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    launch(kernel, (1,), *args, BLOCK=16)
+    scope = {"G": 1}
+    kernel.used_global_vals = {("G", id(scope)): (1, scope)}
+    launch(kernel, (1,), *args, BLOCK=16)
+    scope["G"] = 2
+    with pytest.raises(RuntimeError, match="Global variable G has changed"):
+        launch(kernel, (1,), *args, BLOCK=16)
+
+
+def test_switched_off(fake_gpu, monkeypatch):
+    kernel, _, recorder, _ = fake_gpu
+    monkeypatch.setenv("QRITA_FAST_LAUNCH", "0")
+    x = _tensors()["f32"]
+    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    for _ in range(3):
+        launch(kernel, (1,), *args, BLOCK=16)
+        assert not _last_was_fast(recorder)
+    assert not fast_path_active(kernel)
+
+
+def test_unexpected_triton_disables_fast_path(fake_gpu, monkeypatch):
+    """A JITFunction.run that launches differently (a future Triton): the normal path, always."""
+    kernel, _, recorder, _ = fake_gpu
+    real = fastlaunch.inspect.getsource
+    monkeypatch.setattr(fastlaunch, "_tr", None)
+    monkeypatch.setattr(fastlaunch, "_tr_error", "")
+    monkeypatch.setattr(fastlaunch.inspect, "getsource",
+                        lambda obj: real(obj).replace("*bound_args.values()", "*launch_args"))
+    x = _tensors()["f32"]
+    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    for _ in range(3):
+        launch(kernel, (1,), *args, BLOCK=16)
+        assert not _last_was_fast(recorder)
+    assert "differs" in fastlaunch._kernels[id(kernel)].reason
+
+
+def test_setup_failure_falls_back(monkeypatch):
+    """No usable driver (this machine without a GPU, or a broken one): the normal path, which
+    raises Triton's own error, for good."""
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+
+    class Broken:
+        def get_current_target(self):
+            raise RuntimeError("0 active drivers")
+
+        get_current_device = get_current_target
+
+    monkeypatch.setattr(triton_driver, "_active", Broken())
+    kernel = _jit_function()
+    x = _tensors()["f32"]
+    with pytest.raises(RuntimeError, match="0 active drivers"):
+        launch(kernel, (1,), x, x, 10, 1, 16, 3, 9, 2.0, True, BLOCK=16)
+    assert not fast_path_active(kernel)
+
+
+# ------------------------------------------------------------------------------ interpreter
+@pytest.mark.skipif(not INTERPRET, reason="needs TRITON_INTERPRET=1")
+def test_interpreter_falls_back_and_matches():
+    assert not fast_path_active(probe)
+    assert "TRITON_INTERPRET" in fastlaunch._kernels[id(probe)].reason
+    torch.manual_seed(0)
+    # flag as an int: Triton 3.6's interpreter rejects bool arguments (its own bug)
+    for dtype, other, big, flag, mode in [(torch.float32, 7, 2**31 + 5, 0, 0),
+                                          (torch.float16, 16, 3, 1, 1),
+                                          (torch.float32, 1, 2**33, 2, 0)]:
+        x = torch.randn(200, dtype=torch.float32).to(dtype)
+        want, got = torch.empty_like(x), torch.full_like(x, float("nan"))
+        args = (200, 1, 16, other, big, 0.5, flag)
+        probe[(4,)](x, want, *args, BLOCK=64, MODE=mode)
+        launch(probe, (4,), x, got, *args, BLOCK=64, MODE=mode)
+        assert torch.equal(got.view(torch.int16 if dtype == torch.float16 else torch.int32),
+                           want.view(torch.int16 if dtype == torch.float16 else torch.int32))
+
+
+# ------------------------------------------------------------------------------ GPU
+def _bits(t):
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+@pytest.mark.gpu
+def test_gpu_outputs_bit_for_bit():
+    assert fast_path_active(probe), fastlaunch._kernels[id(probe)].reason
+    torch.manual_seed(0)
+    n = 1000
+    cases = 0
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        base = torch.randn(n + 8, device="cuda").to(dtype)
+        for offset, other, big, block, mode, scale, flag in itertools.product(
+                [0, 1], [1, 7, 16, 48], [5, 2**31 + 5, 2**40], [64, 256], [0, 1],
+                [0.5], [False, True]):
+            x = base[offset:offset + n]
+            want = torch.empty(n, dtype=dtype, device="cuda")
+            got = torch.full_like(want, float("nan"))
+            args = (n, 1, 16, other, big, scale, flag)
+            grid = (triton.cdiv(n, block),)
+            probe[grid](x, want, *args, BLOCK=block, MODE=mode)
+            launch(probe, grid, x, got, *args, BLOCK=block, MODE=mode)  # may be first: normal
+            again = torch.full_like(want, float("nan"))
+            launch(probe, grid, x, again, *args, BLOCK=block, MODE=mode)  # fast
+            torch.cuda.synchronize()
+            assert torch.equal(_bits(got), _bits(want)) and torch.equal(_bits(again), _bits(want))
+            cases += 1
+    assert cases == 3 * 2 * 4 * 3 * 2 * 2 * 2
+    assert len(fastlaunch._kernels[id(probe)].cache) > 10
+
+
+@pytest.mark.gpu
+def test_gpu_non_default_stream():
+    n, block = 4096, 256
+    x = torch.randn(n, device="cuda")
+    want = torch.empty_like(x)
+    args = (n, 1, 16, 7, 2**31 + 5, 0.25, True)
+    probe[(n // block,)](x, want, *args, BLOCK=block)
+    launch(probe, (n // block,), x, torch.empty_like(x), *args, BLOCK=block)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        got = torch.empty_like(x)
+        for _ in range(3):
+            launch(probe, (n // block,), x, got, *args, BLOCK=block)
+    stream.synchronize()
+    assert torch.equal(_bits(got), _bits(want))
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_graph_capture():
+    n, block = 4096, 128
+    x = torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    args = (n, 1, 16, 7, 2**31 + 5, 0.5, False)
+    grid = (n // block,)
+    launch(probe, grid, x, out, *args, BLOCK=block, MODE=1)  # compile outside the capture
+    launch(probe, grid, x, out, *args, BLOCK=block, MODE=1)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        launch(probe, grid, x, out, *args, BLOCK=block, MODE=1)
+    torch.cuda.current_stream().wait_stream(stream)
+    x.copy_(torch.randn(n, device="cuda"))
+    out.zero_()
+    graph.replay()
+    want = torch.empty_like(x)
+    probe[grid](x, want, *args, BLOCK=block, MODE=1)
+    torch.cuda.synchronize()
+    assert torch.equal(_bits(out), _bits(want))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU or torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_gpu_current_device():
+    n, block = 1024, 128
+    args = (n, 1, 16, 7, 9, 0.5, False)
+    outs = {}
+    for dev in (0, 1, 0, 1):
+        with torch.cuda.device(dev):
+            x = torch.arange(n, dtype=torch.float32, device="cuda")
+            out = torch.empty_like(x)
+            launch(probe, (n // block,), x, out, *args, BLOCK=block)
+            torch.cuda.synchronize()
+            outs.setdefault(dev, []).append(out.cpu())
+    assert all(torch.equal(a, outs[0][0]) for v in outs.values() for a in v)
