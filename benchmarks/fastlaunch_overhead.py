@@ -4,10 +4,11 @@ Not a test. Needs a CUDA GPU.
 
     python benchmarks/fastlaunch_overhead.py [--n 2000] [--repeats 7] [--out DIR]
 
-A trivial kernel with 20 parameters (4 pointers, 10 ints, 2 floats, a bool, 3 constexprs) is
-launched N times back to back without synchronising; the time of that loop over N is the host's
-cost per launch (the GPU runs each launch in a few microseconds, so it keeps up or the launch
-queue absorbs the difference; "until sync" also counts the wait for the GPU at the end). Rows:
+A trivial kernel with 20 parameters (4 pointers, 10 ints, 2 floats, a bool, 3 constexprs) that
+reads 4 module-level ``tl.constexpr`` globals (qrita's kernels read 3 to 9) is launched N times
+back to back without synchronising; the time of that loop over N is the host's cost per launch
+(the GPU runs each launch in a few microseconds, so it keeps up or the launch queue absorbs the
+difference; "until sync" also counts the wait for the GPU at the end). Rows:
 
 * ``kernel[grid]``: Triton's normal path (``JITFunction.run``);
 * ``launch``: qrita.backends.triton.fastlaunch (fast path after the first call);
@@ -31,6 +32,12 @@ import triton.language as tl
 
 from qrita.backends.triton import fastlaunch
 
+# module-level constants, read by the kernel as qrita's kernels do (Triton re-checks them per launch)
+G0: tl.constexpr = tl.constexpr(1)
+G1: tl.constexpr = tl.constexpr(2)
+G2: tl.constexpr = tl.constexpr(3)
+G3: tl.constexpr = tl.constexpr(4)
+
 
 @triton.jit
 def _trivial(a_ptr, b_ptr, c_ptr, d_ptr, n, s0, s1, s2, s3, i0, i1, i2, i3, i4, f0, f1, flag,
@@ -42,7 +49,7 @@ def _trivial(a_ptr, b_ptr, c_ptr, d_ptr, n, s0, s1, s2, s3, i0, i1, i2, i3, i4, 
     if flag:
         y = -y
     if MODE == 1:
-        y = y + EXTRA
+        y = y + EXTRA + G0 * G1 + G2 * G3
     tl.store(b_ptr + offs, y, mask=mask)
 
 

@@ -19,7 +19,9 @@ How
     declaration order, defaults filled in (the launcher itself drops constexprs and the ints
     specialized to 1). No launch metadata and no hooks are passed: while hooks are installed,
     calls take the normal path. Arguments are bound by a function generated with the kernel's
-    parameters plus ``**options``, as Triton's own binder is.
+    parameters plus ``**options``, as Triton's own binder is. As ``JITFunction.run`` does, every
+    call checks that the globals the kernel read at compile time are unchanged (if one changed,
+    the call goes to Triton, which raises).
 
 The key
     It must tell apart any two calls that Triton would compile or launch differently; being finer
@@ -36,10 +38,11 @@ The key
 
 Assumptions, checked when a kernel is first launched (if one fails, or the set-up raises, that
 kernel always takes the normal path)
-    * ``JITFunction.run`` launches with ``kernel.run(grid_0, grid_1, grid_2, stream,
-      kernel.function, kernel.packed_metadata, launch_metadata, enter_hook, exit_hook,
-      *bound_args.values())`` and copies into the options only the global values keyed above (its
-      source is read once to check this; true for Triton 3.6 to 3.9);
+    * ``JITFunction.run`` binds with ``binder(*args, **kwargs)``, keys its cache on the
+      specialization and options only, pads the grid with 1s, launches with ``kernel.run(grid_0,
+      grid_1, grid_2, stream, kernel.function, kernel.packed_metadata, launch_metadata,
+      enter_hook, exit_hook, *bound_args.values())`` and copies into the options only the global
+      values keyed above (its source is read once to check this; true for Triton 3.6 to 3.9);
     * a CUDA target whose backend keeps Triton's default specialization (the one keyed above);
     * a plain ``JITFunction`` (not an autotuner, heuristics or interpreter wrapper) whose
       parameters are all positional-or-keyword;
@@ -102,6 +105,7 @@ def _triton() -> SimpleNamespace:
         from triton import knobs
         from triton.backends.compiler import BaseBackend
         from triton.compiler import CompiledKernel, make_backend
+        from triton.language.core import constexpr
         from triton.runtime import jit
         from triton.runtime.driver import driver
 
@@ -124,6 +128,7 @@ def _triton() -> SimpleNamespace:
             knobs=knobs, driver=driver, JITFunction=jit.JITFunction,
             JITCallable=getattr(jit, "JITCallable", jit.JITFunction),
             CompiledKernel=CompiledKernel, make_backend=make_backend, BaseBackend=BaseBackend,
+            constexpr=constexpr,
             HookChain=getattr(knobs, "HookChain", None),
             # reads their values from knobs.compilation
             compilation_options=(operator.attrgetter(*compilation_knobs) if compilation_knobs
@@ -282,9 +287,18 @@ def _hooks_idle(runtime: Any) -> bool:
 
 
 def _globals_unchanged(kernel: Any) -> bool:
-    """Triton raises when a global the kernel read at compile time has changed: let it."""
+    """Triton raises when a global the kernel read at compile time has changed: let it.
+
+    Triton tests ``now != val`` (val: a deep copy); for two ``tl.constexpr`` that is
+    ``constexpr(now.value != val.value)``, so we compare the values directly (the wrapper's
+    ``!=`` and ``bool`` cost ~1 us per global, and qrita's kernels read 3 to 9 of them)."""
+    constexpr = _tr.constexpr
     for (name, _), (val, globals_dict) in kernel.used_global_vals.items():
-        if globals_dict.get(name, _MISSING) != val:
+        now = globals_dict.get(name, _MISSING)
+        if type(now) is constexpr and type(val) is constexpr:
+            if now.value != val.value:
+                return False
+        elif now != val:
             return False
     return True
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from qrita.backends.triton.fastlaunch import launch
 from qrita.backends.triton.pipeline import (
     candidates_kernel,
     cutoff_kernel,
@@ -56,6 +57,8 @@ class PipelineConfig:
     sparse: int = 8  # a tile with at most this many candidates appends them one by one
     oversample: float = 4.0
     band_sample: int = 4096  # sample placing the wide top-p band (entries)
+    block_wide: int = 0  # tile of the wide stage's compaction (0: ``block_cand``)
+    warps_wide: int = 0  # its warps (0: ``warps_cand``)
 
     @property
     def cap(self) -> int:
@@ -142,50 +145,49 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     p_ptr = p if flags["P_ARRAY"] else seg_f
     k_scalar = int(_scalar(k, 0))
     p_scalar = float(_scalar(p, 0.0))
-    cutoff_kernel[(batch,)](
-        x, k_ptr, p_ptr, vocab, x.stride(0), k_scalar, p_scalar, cfg.max_cands, ws["cutoff"],
-        **flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
-        num_warps=cfg.warps_stream,
-    )
-    candidates_kernel[(batch, cfg.nseg)](
-        x, k_ptr, p_ptr, ws["cutoff"], vocab, x.stride(0), cfg.seg_len, k_scalar, p_scalar,
-        cand_val, cand_idx, seg_f, seg_i,
-        **flags, SMALLEST=smallest, BLOCK=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg,
-        NSEG_P2=cfg.nseg_p2, SPARSE=cfg.sparse, num_warps=cfg.warps_cand or cfg.warps_stream,
-    )
-    threshold_kernel[(batch,)](
-        x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
-        vocab, x.stride(0), out.stride(0) if out is not None else 0, k_scalar, p_scalar,
-        float(fill), cfg.nseg, cfg.max_band,
-        out if out is not None else x, sel_val if sel_val is not None else x,
-        sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"], seg_before,
-        **flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block,
-        CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, DENSE=min(cfg.dense, cfg.cap),
-        BAND_SAMPLE=cfg.band_sample, num_warps=cfg.warps_search,
-    )
+    launch(cutoff_kernel, (batch,),
+           x, k_ptr, p_ptr, vocab, x.stride(0), k_scalar, p_scalar, cfg.max_cands, ws["cutoff"],
+           **flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
+           num_warps=cfg.warps_stream)
+    launch(candidates_kernel, (batch, cfg.nseg),
+           x, k_ptr, p_ptr, ws["cutoff"], vocab, x.stride(0), cfg.seg_len, k_scalar, p_scalar,
+           cand_val, cand_idx, seg_f, seg_i,
+           **flags, SMALLEST=smallest, BLOCK=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg,
+           NSEG_P2=cfg.nseg_p2, SPARSE=cfg.sparse, num_warps=cfg.warps_cand or cfg.warps_stream)
+    launch(threshold_kernel, (batch,),
+           x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
+           vocab, x.stride(0), out.stride(0) if out is not None else 0, k_scalar, p_scalar,
+           float(fill), cfg.nseg, cfg.max_band,
+           out if out is not None else x, sel_val if sel_val is not None else x,
+           sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"], seg_before,
+           **flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block,
+           CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, DENSE=min(cfg.dense, cfg.cap),
+           BAND_SAMPLE=cfg.band_sample, num_warps=cfg.warps_search)
     if wide:
         grid_seg = (batch, cfg.nseg)
 
         def compact_and_search(band: bool):
-            wide_compact_kernel[grid_seg](
-                x, row_info, ws["row_f"], vocab, x.stride(0), cfg.seg_len, cand_val, cand_idx,
-                seg_i, ws["part_i"], ws["part_f"], BLOCK=cfg.block_cand or cfg.block,
-                CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, SPARSE=cfg.sparse, BAND=band,
-                num_warps=cfg.warps_cand or cfg.warps_stream)
-            wide_search_kernel[(batch,)](
-                x, cand_val, cand_idx, seg_i, row_info, ws["row_f"], ws["part_i"], ws["part_f"],
-                vocab, x.stride(0), out.stride(0), float(fill), cfg.nseg, out, seg_before,
-                BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, BAND=band,
-                num_warps=cfg.warps_search)
+            launch(wide_compact_kernel, grid_seg,
+                   x, row_info, ws["row_f"], vocab, x.stride(0), cfg.seg_len, cand_val, cand_idx,
+                   seg_i, ws["part_i"], ws["part_f"],
+                   BLOCK=cfg.block_wide or cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
+                   SPARSE=cfg.sparse, BAND=band,
+                   num_warps=cfg.warps_wide or cfg.warps_cand or cfg.warps_stream)
+            launch(wide_search_kernel, (batch,),
+                   x, cand_val, cand_idx, seg_i, row_info, ws["row_f"], ws["part_i"],
+                   ws["part_f"], vocab, x.stride(0), out.stride(0), float(fill), cfg.nseg, out,
+                   seg_before,
+                   BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, BAND=band,
+                   num_warps=cfg.warps_search)
 
         compact_and_search(True)  # the band: finishes the rows it holds
         for _ in range(WIDE_ROUNDS):  # the rows it missed
-            wide_round_kernel[grid_seg](
-                x, row_info, ws["row_f"], vocab, x.stride(0), cfg.seg_len, ws["part_i"],
-                ws["part_f"], BLOCK=min(WIDE_BLOCK, cfg.block), num_warps=cfg.warps_stream)
-            wide_narrow_kernel[(batch,)](
-                row_info, ws["row_f"], ws["part_i"], ws["part_f"], cfg.nseg,
-                NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
+            launch(wide_round_kernel, grid_seg,
+                   x, row_info, ws["row_f"], vocab, x.stride(0), cfg.seg_len, ws["part_i"],
+                   ws["part_f"], BLOCK=min(WIDE_BLOCK, cfg.block), num_warps=cfg.warps_stream)
+            launch(wide_narrow_kernel, (batch,),
+                   row_info, ws["row_f"], ws["part_i"], ws["part_f"], cfg.nseg,
+                   NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
         compact_and_search(False)
     return cand_val, cand_idx, seg_i, seg_before, row_info
 
@@ -204,7 +206,7 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     cand_val, cand_idx, seg_i, seg_before, row_info = _search(
         x, k, p, cfg, smallest=False, select=False, out=out, sel_val=None, sel_idx=None,
         fill=fill, row_info=row_info)
-    write_mask_kernel[(batch, cfg.nseg)](
+    launch(write_mask_kernel, (batch, cfg.nseg),
         x, cand_val, cand_idx, seg_i, row_info, seg_before,
         vocab, x.stride(0), out.stride(0), cfg.seg_len, float(fill), out,
         INPLACE=out.data_ptr() == x.data_ptr(), BLOCK=cfg.block, CAP_SEG=cfg.cap_seg,
@@ -227,7 +229,7 @@ def launch_select(x: torch.Tensor, k: int, *, smallest: bool,
     cand_val, cand_idx, seg_i, seg_before, row_info = _search(
         x, k, None, cfg, smallest=smallest, select=True, out=None, sel_val=sel_val,
         sel_idx=sel_idx, fill=0.0, row_info=row_info)
-    write_select_kernel[(batch, cfg.nseg)](
+    launch(write_select_kernel, (batch, cfg.nseg),
         x, cand_val, cand_idx, seg_i, row_info, seg_before,
         vocab, x.stride(0), cfg.seg_len, k, sel_val, sel_idx,
         BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, SMALLEST=smallest,
