@@ -6,7 +6,6 @@ import triton.language as tl
 KEY_NAN = tl.constexpr(-2147483648)  # below the key of -inf (-2139095041)
 KEY_MAX = tl.constexpr(2147483647)
 KEY_FLOOR = tl.constexpr(-2139095041)  # the lowest non-NaN rank key: -inf largest-first, +inf smallest-first
-PACKED_NONE = tl.constexpr(9223372036854775807)  # above every (lane << 32 | bits) of a tile
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 
 
@@ -291,22 +290,17 @@ def compact_tile(x, tile_start, is_cand, lanes, n_tile, n_cand, row_x, cand_val,
     """Append a tile's n_tile candidates (value, index) to the segment's slots in index order.
 
     A tile with few candidates (the usual case: the σ-cutoff keeps a few hundred entries of a
-    row) takes them one at a time, lowest lane first: one min-reduction over (lane, value bits)
-    packed into an int64 yields both the lane and the value's exact bits (-0.0 included), with
-    no memory round trip between candidates; a dense tile uses a prefix sum over the tile, whose
-    cost does not depend on the count.
+    row) takes them one at a time, lowest lane first, re-reading each value from the tile just
+    loaded (exact bits, -0.0 included); a dense tile uses a prefix sum over the tile, whose cost
+    does not depend on the count.
     """
     if n_tile <= SPARSE:
-        bits = x.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
-        packed = (lanes.to(tl.int64) << 32) | bits
         prev = n_tile * 0 - 1
         for t in range(0, n_tile):
-            best = tl.min(tl.where(is_cand & (lanes > prev), packed, PACKED_NONE), axis=0)
-            lane = (best >> 32).to(tl.int32)
+            lane = tl.min(tl.where(is_cand & (lanes > prev), lanes, BLOCK), axis=0)
             slot = n_cand + t
             if slot < CAP_SEG:
-                value = (best & 0xFFFFFFFF).to(tl.uint32).to(tl.int32, bitcast=True)
-                tl.store(cand_val + slot, value.to(tl.float32, bitcast=True))
+                tl.store(cand_val + slot, tl.load(row_x + tile_start + lane).to(tl.float32))
                 tl.store(cand_idx + slot, tile_start + lane)
             prev = lane
     else:
