@@ -35,8 +35,9 @@ if [[ $stage == wide ]]; then  # the top-p paths first: real vocabularies, batch
 fi
 if [[ $stage == tests || $stage == final ]]; then
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
-  timeout "$TESTS_S" python3 -m pytest -q -m gpu -p no:cacheprovider \
+  timeout "$TESTS_S" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_fastlaunch.py \
+    tests/test_triton_sampling.py \
     $m::test_gpu_deterministic_and_batch_invariant $m::test_gpu_cuda_graph_capture_and_replay \
     $m::test_gpu_more_than_2_31_elements $t tests/test_backend_gpu.py $m::test_gpu_batches \
-    $m::test_gpu_real_vocab tests/test_triton_sampling.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
+    $m::test_gpu_real_vocab 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
 fi

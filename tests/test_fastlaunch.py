@@ -515,7 +515,9 @@ def test_gpu_outputs_bit_for_bit():
         torch.cuda.synchronize()
         for out in outs:
             assert torch.equal(_bits(out), _bits(want)), change
-    assert len(fastlaunch._kernels[id(probe)].cache) >= len(_GPU_CASES) - 1
+    # distinct specializations: other=48 is keyed as other=16 (both divisible by 16), and
+    # big=2**40 / -2**31-3 as big=2**31+5 (all i64): 14 cases, 11 keys
+    assert len(fastlaunch._kernels[id(probe)].cache) >= 11
 
 
 @pytest.mark.gpu

@@ -80,11 +80,14 @@ def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
     if interpreting():
         block, seg_min, max_segs, cap, sample, dense = 128, 256, 64, 256, 128, 64
         block_cand, warps_cand, sparse = 128, 4, 4
+        block_wide, warps_wide = 128, 2
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
-        # candidate pass: measured on the H200 (BENCHMARKS.md, benchmarks/tune_launch.py)
-        block_cand, warps_cand, sparse = 1024, 4, 8
+        # candidate pass and wide compaction: measured on the H200 (BENCHMARKS.md,
+        # benchmarks/tune_launch.py --stage cand / wide)
+        block_cand, warps_cand, sparse = 512, 2, 8
+        block_wide, warps_wide = (256, 2) if dtype == torch.float32 else (256, 1)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
@@ -97,7 +100,8 @@ def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
                           cap_seg=max(cap // nseg_p2, 16), sample=sample,
                           warps_stream=4, warps_search=8, dense=dense,
                           block_cand=min(block_cand, block), warps_cand=warps_cand, sparse=sparse,
-                          band_sample=band_sample)
+                          band_sample=band_sample, block_wide=min(block_wide, block),
+                          warps_wide=warps_wide)
 
 
 def _flags(k, p):
