@@ -73,8 +73,8 @@ def wide_round_kernel(
     nseg = tl.num_programs(1)
     row64 = (row * 0).to(tl.int64) + row
     mode = tl.load(row_i_ptr + row64 * ROW_I)
-    lo, hi = _interval(row_i_ptr, row64)
-    if (mode == 3) & (hi - lo > 1):  # a row whose interval is one key is settled
+    if mode == 3:
+        lo, hi = _interval(row_i_ptr, row64)
         row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
         inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
         piv = wide_pivots(lo, hi)
@@ -121,8 +121,8 @@ def wide_narrow_kernel(
     row64 = (row * 0).to(tl.int64) + row
     info = row_i_ptr + row64 * ROW_I
     mode = tl.load(info)
-    lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
-    if (mode == 3) & (hi - lo > 1):  # as in wide_round_kernel
+    if mode == 3:
+        lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
         segs = tl.arange(0, NSEG_P2)
         ok = segs < nseg
         lanes = tl.arange(0, WAYS)
