@@ -39,6 +39,17 @@ def launch(kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
         kernel[grid](*args, **kwargs)
 
 
+def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
+    """Developer knob for measuring and bisecting on a GPU: ``QRITA_LAUNCH_TABLE="cand=512x2,
+    wide=256x2"`` replaces the (tile, warps) of the candidate pass / wide compaction."""
+    for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
+        key, _, value = item.partition("=")
+        if key.strip() == name and "x" in value:
+            tile, warps = value.split("x")
+            return int(tile), int(warps)
+    return default
+
+
 def interpreting() -> bool:
     """True when Triton runs kernels on the CPU (TRITON_INTERPRET=1)."""
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
@@ -101,6 +112,8 @@ def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
         # GPU-validated 1024 x 4 stays the default until that is bisected)
         block_cand, warps_cand, sparse = 1024, 4, 8
         block_wide, warps_wide = 0, 0
+        block_cand, warps_cand = _table_override("cand", (block_cand, warps_cand))
+        block_wide, warps_wide = _table_override("wide", (block_wide, warps_wide))
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
