@@ -185,6 +185,25 @@ def test_top_p_heavy_ties_stay_on_the_segmented_path():
         assert (stats[:, 0].cpu().numpy() == 4).all(), stats[:, 0]
 
 
+def test_top_p_band_hits_and_misses_are_exact():
+    """Wide top-p rows finish on the sampled band (stats column 13 = 1) on smooth rows and fall
+    back to the rounds when it overflows (heavy ties); both exact."""
+    rng = np.random.default_rng(13)
+    V = 1000
+    smooth = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
+                             generators.gaussian_logits(2, V, 2.0, rng)])
+    tied = generators.quantised(generators.gaussian_logits(2, V, 2.0, rng), 2)
+    hits = []
+    for x in (smooth, tied):
+        for p in (0.9, 0.99):
+            stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            run_and_check(x, "float32", None, p, stats=stats)
+            assert (stats[:, 0].cpu().numpy() == 4).all(), stats[:, 0]
+            hits.append(stats[:, 13].cpu().numpy())
+    assert hits[0].any() and hits[1].any(), "smooth rows must finish on the band"
+    assert not hits[2].any() and not hits[3].any(), "tied rows overflow the band: rounds"
+
+
 # ------------------------------------------------------------------------------ GPU only
 GPU_VOCABS = [32000, 128256, 151936, 201088, 262144]
 
