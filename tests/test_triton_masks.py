@@ -12,23 +12,11 @@ import sys
 
 import numpy as np
 import pytest
-
-# The interpreter must be chosen before triton is first imported (tests/conftest.py does it for
-# the whole session on machines without a GPU device node).
-if not (os.path.exists("/dev/nvidia0") or os.path.exists("/dev/kfd")):
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
-torch = pytest.importorskip("torch")
-pytest.importorskip("triton")
-
-ON_GPU = torch.cuda.is_available()
-if not ON_GPU and os.environ.get("TRITON_INTERPRET") != "1":
-    raise RuntimeError("no GPU and TRITON_INTERPRET is not 1: set it before triton is imported")
+from _triton_env import DEVICE, ON_GPU, torch  # first: sets up triton
 
 from qrita.backends.triton import ops  # noqa: E402
 from qrita.testing import compare, generators  # noqa: E402
 
-DEVICE = "cuda" if ON_GPU else "cpu"
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
