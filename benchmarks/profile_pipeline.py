@@ -44,6 +44,15 @@ def kernel_times(fn, repeats: int = 20) -> dict[str, float]:
     return {name: statistics.median(v) * len(v) / repeats for name, v in per_name.items()}
 
 
+def write_rows(rows: list[dict], path: str) -> None:
+    """CSV of ``rows`` (columns: every key, in first-seen order)."""
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+        writer.writeheader()
+        writer.writerows(rows)
+    print("CSV:", path)
+
+
 def graph_us(fn) -> float:
     fn()
     stream = torch.cuda.Stream()
@@ -90,12 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"{workload:8s} {scen:16s} {dtype:8s} B={B:5d} eager={eager:8.1f} "
                               f"graph={row['graph_us']:8.1f} modes={row['modes']} band={band_hits} "
                               f"kernels={row['kernels']}", flush=True)
-    path = os.path.join(args.out, "profile_pipeline.csv")
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print("CSV:", path)
+    write_rows(rows, os.path.join(args.out, "profile_pipeline.csv"))
     return 0
 
 

@@ -13,7 +13,6 @@ winners go into ``qrita/backends/triton/launch.py``.
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import os
 
@@ -24,10 +23,10 @@ import triton
 from qrita.backends.triton import launch
 from qrita.testing import generators
 
-try:  # the per-kernel timer of the profiling script (same folder)
-    from profile_pipeline import kernel_times
+try:  # the per-kernel timer and CSV writer of the profiling script (same folder)
+    from profile_pipeline import kernel_times, write_rows
 except ImportError:  # pragma: no cover - run from the repository root
-    from benchmarks.profile_pipeline import kernel_times
+    from benchmarks.profile_pipeline import kernel_times, write_rows
 
 CANDIDATE_CONFIGS = [(512, 2), (512, 4), (1024, 2), (1024, 4), (1024, 8), (2048, 4), (2048, 8)]
 WIDE_CONFIGS = [(256, 1), (256, 2), (512, 1), (512, 2), (1024, 2), (1024, 4)]
@@ -83,13 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                                    band_hits=int((stats[:, 13] == 1).sum()), identical=same)
                         rows.append(row)
                         print(" ".join(f"{k_}={v}" for k_, v in row.items()), flush=True)
-    path = os.path.join(args.out, "tune_launch.csv" if args.stage == "cand"
-                        else f"tune_launch_{args.stage}.csv")
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
-        writer.writeheader()
-        writer.writerows(rows)
-    print("CSV:", path)
+    name = "tune_launch.csv" if args.stage == "cand" else f"tune_launch_{args.stage}.csv"
+    write_rows(rows, os.path.join(args.out, name))
     return 0
 
 
