@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
 #   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final]
+# (bisect: the toggles below, then the tests stage)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -37,15 +38,14 @@ if [[ $stage == bisect ]]; then  # the real-vocab cells that failed at f2c921f, 
   c="tests/test_triton_masks.py::test_gpu_real_vocab[32000-float32]"
   for env in "QRITA_FAST_LAUNCH=0" "QRITA_FAST_LAUNCH=1" "QRITA_LAUNCH_TABLE=cand=512x2" \
              "QRITA_LAUNCH_TABLE=wide=256x2"; do
-    echo "== $env"; env $env timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider "$c" \
-      --tb=short 2>&1 | grep -E "^E |passed|failed" | head -12
+    echo "== $env"; env $env timeout 80 python3 -m pytest -q -m gpu -p no:cacheprovider "$c" \
+      --tb=short 2>&1 | grep -E "^E |passed|failed" | cut -c1-400 | head -14
   done 2>&1 | tee "$OUT/bisect.log"
 fi
-if [[ $stage == tests || $stage == final ]]; then
+if [[ $stage == tests || $stage == final || $stage == bisect ]]; then
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
-  timeout "$TESTS_S" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_fastlaunch.py \
-    tests/test_triton_sampling.py \
-    $m::test_gpu_deterministic_and_batch_invariant $m::test_gpu_cuda_graph_capture_and_replay \
-    $m::test_gpu_more_than_2_31_elements $t tests/test_backend_gpu.py $m::test_gpu_batches \
-    $m::test_gpu_real_vocab 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
+  timeout "$TESTS_S" python3 -m pytest -q -m gpu -p no:cacheprovider $t tests/test_backend_gpu.py \
+    $m::test_gpu_real_vocab $m::test_gpu_batches $m::test_gpu_deterministic_and_batch_invariant \
+    $m::test_gpu_cuda_graph_capture_and_replay $m::test_gpu_more_than_2_31_elements \
+    tests/test_fastlaunch.py tests/test_triton_sampling.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
 fi

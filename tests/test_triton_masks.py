@@ -192,6 +192,30 @@ def test_top_p_band_hits_and_misses_are_exact():
     assert not hits[2].any() and not hits[3].any(), "tied rows overflow the band: rounds"
 
 
+def test_top_p_near_one_band_at_the_bottom_is_exact(monkeypatch):
+    """p a rounding error below 1: the band's masses, summed in another order than the row's
+    (here another compaction tile than the candidate pass, as on the GPU), may fall short of the
+    target with no entry below the band; the row must still end on the band (the whole tie group
+    kept), never on an empty side of it. (The H200 failure this guards against,
+    test_gpu_real_vocab[32000-float32] with a 256-entry compaction tile, did not reproduce under
+    the interpreter, whose sums round differently: the GPU test is its regression test.)"""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+
+    table = launch_module.pipeline_config
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), block_wide=64))
+    rng = np.random.default_rng(17)
+    V = 4099
+    rows = [generators.two_level_rows(1, V, n_high, gap)
+            for n_high, gap in [(1, 2.0), (3, 2.0), (7, 0.5), (2, 5.0), (5, 1.0), (11, 3.0)]]
+    x = np.concatenate(rows + [generators.gaussian_logits(2, V, 2.0, rng)])
+    for p in (float(np.nextafter(np.float32(1), np.float32(0))), 1 - 1e-6):
+        run_and_check(x, "float32", None, p)
+    run_and_check(x, "bfloat16", None, 1 - 1e-7)
+
+
 # ------------------------------------------------------------------------------ GPU only
 GPU_VOCABS = [32000, 128256, 151936, 201088, 262144]
 

@@ -30,10 +30,10 @@ WIDE_BLOCK = 128  # tile of the wide rounds: 16 per-lane pivot counters and mass
 
 
 def launch(kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
-    """``kernel[grid](*args, **kwargs)``; with ``QRITA_FAST_LAUNCH=1``, through
-    :func:`qrita.backends.triton.fastlaunch.launch` (cached compiled kernels, ~2x less host time
-    per launch on the H200). Opt-in until the real-vocabulary GPU tests have passed with it."""
-    if os.environ.get("QRITA_FAST_LAUNCH", "0") == "1":
+    """``kernel[grid](*args, **kwargs)`` through :func:`qrita.backends.triton.fastlaunch.launch`
+    (cached compiled kernels, ~2x less host time per launch on the H200); ``QRITA_FAST_LAUNCH=0``
+    launches through Triton's own binder."""
+    if os.environ.get("QRITA_FAST_LAUNCH", "1") == "1":
         fastlaunch.launch(kernel, grid, *args, **kwargs)
     else:
         kernel[grid](*args, **kwargs)
@@ -107,11 +107,8 @@ def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
         # candidate pass and wide compaction: measured on the H200 (BENCHMARKS.md,
         # benchmarks/tune_launch.py --stage cand / wide)
-        # (512 x 2 and a 256-entry wide tile were faster, BENCHMARKS.md third session, but two
-        # real-vocabulary GPU cells failed at f2c921f with them, cause not isolated yet: the
-        # GPU-validated 1024 x 4 stays the default until that is bisected)
-        block_cand, warps_cand, sparse = 1024, 4, 8
-        block_wide, warps_wide = 0, 0
+        block_cand, warps_cand, sparse = 512, 2, 8
+        block_wide, warps_wide = (256, 2) if dtype == torch.float32 else (256, 1)
         block_cand, warps_cand = _table_override("cand", (block_cand, warps_cand))
         block_wide, warps_wide = _table_override("wide", (block_wide, warps_wide))
     block = min(block, next_pow2(vocab))

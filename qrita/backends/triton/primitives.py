@@ -210,6 +210,13 @@ def band_interval(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_b
         if r_hat + m <= n_finite:
             b_lo = tl.maximum(lo, kth_largest_key(keys, finite, r_hat + m, zero_i).to(tl.int64)
                               - 1)
+        # heavy ties (16-bit dtypes): a tie group larger than m sample ranks would make the band
+        # T̂'s key alone; keep the sample's neighbouring keys on both sides inside it
+        key_above = tl.min(tl.where(finite & (keys > t_hat), keys, KEY_MAX), axis=0)
+        key_below = tl.max(tl.where(finite & (keys < t_hat), keys, KEY_NAN), axis=0)
+        b_hi = tl.where(key_above < KEY_MAX, tl.maximum(b_hi, tl.minimum(hi, key_above)), b_hi)
+        b_lo = tl.where(key_below > KEY_NAN,
+                        tl.minimum(b_lo, tl.maximum(lo, key_below.to(tl.int64) - 1)), b_lo)
     key_inf = order_key(zero_i.to(tl.float32) + float("inf")).to(tl.int64)
     b_lo = tl.where(inf_mode, tl.maximum(lo, key_inf - 1), b_lo)
     b_hi = tl.where(inf_mode, tl.minimum(hi, key_inf), b_hi)

@@ -73,8 +73,8 @@ def wide_round_kernel(
     nseg = tl.num_programs(1)
     row64 = (row * 0).to(tl.int64) + row
     mode = tl.load(row_i_ptr + row64 * ROW_I)
-    if mode == 3:
-        lo, hi = _interval(row_i_ptr, row64)
+    lo, hi = _interval(row_i_ptr, row64)
+    if (mode == 3) & (hi - lo > 1):  # a row whose interval is one key is settled
         row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
         inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
         piv = wide_pivots(lo, hi)
@@ -121,8 +121,8 @@ def wide_narrow_kernel(
     row64 = (row * 0).to(tl.int64) + row
     info = row_i_ptr + row64 * ROW_I
     mode = tl.load(info)
-    if mode == 3:
-        lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
+    lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
+    if (mode == 3) & (hi - lo > 1):  # as in wide_round_kernel
         segs = tl.arange(0, NSEG_P2)
         ok = segs < nseg
         lanes = tl.arange(0, WAYS)
@@ -293,8 +293,16 @@ def wide_search_kernel(
             mass_band = tl.sum(tl.load(part_f_ptr + part * WAYS + 1, mask=seg_ok, other=0.0),
                                axis=0)
             n_band = tl.sum(seg_cnt, axis=0)
-            t_above = mass_above >= target  # T is above the band
-            t_below = mass_above + mass_band < target  # T is at or below the band's floor
+            # the interval pass A proved, (lo, hi], with its counts above lo / hi
+            lo = tl.load(info + 9).to(tl.int64) - 1
+            hi = tl.load(info + 10).to(tl.int64)
+            cnt_lo = tl.load(info + 11)
+            cnt_hi = tl.load(info + 12)
+            # T is above / below the band only if entries of (lo, hi] lie there: the masses are
+            # summed in another order than the row's, so near p = 1 (or a T with huge ties) the
+            # mass comparison alone may point at an empty side
+            t_above = (mass_above >= target) & (cnt_above > cnt_hi)
+            t_below = (mass_above + mass_band < target) & (cnt_lo > cnt_above + n_band)
             if (not t_above) & (not t_below) & fits:
                 _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
                                   b_lo, b_hi, cnt_above, mass_above, target, row_max, inf_mode,
@@ -306,10 +314,6 @@ def wide_search_kernel(
                 tl.store(info + 13, 1)
             else:
                 # the interval pass A proved, narrowed by the band's exact counts and masses
-                lo = tl.load(info + 9).to(tl.int64) - 1
-                hi = tl.load(info + 10).to(tl.int64)
-                cnt_lo = tl.load(info + 11)
-                cnt_hi = tl.load(info + 12)
                 mass_hi = tl.load(row_f_ptr + row64 * ROW_F + 3)
                 lo = tl.where(t_above, b_hi, tl.where(t_below, lo, b_lo))
                 hi = tl.where(t_above, hi, tl.where(t_below, b_lo, b_hi))
