@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final]
-# (bisect: the toggles below, then the tests stage)
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume]
+# (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
+# all), then the bench over $BENCH_B)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -25,6 +26,7 @@ if [[ $stage == smoke ]]; then
 fi
 if [[ $stage == bench || $stage == final ]]; then
   timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --vocab 131072 --dtypes float32,bfloat16 \
+    --batch "${BENCH_B:-1,8,64,256,1024}" \
     --graphs --plot --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench.log" 2>&1
   echo "bench exit $?"; tail -c 3500 "$OUT/bench.log"
 fi
@@ -42,10 +44,18 @@ if [[ $stage == bisect ]]; then  # the real-vocab cells that failed at f2c921f, 
       --tb=short 2>&1 | grep -E "^E |passed|failed" | cut -c1-400 | head -14
   done 2>&1 | tee "$OUT/bisect.log"
 fi
-if [[ $stage == tests || $stage == final || $stage == bisect ]]; then
+if [[ $stage == tests || $stage == final || $stage == bisect || $stage == resume ]]; then
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
-  timeout "$TESTS_S" python3 -m pytest -q -m gpu -p no:cacheprovider $t tests/test_backend_gpu.py \
-    $m::test_gpu_real_vocab $m::test_gpu_batches $m::test_gpu_deterministic_and_batch_invariant \
-    $m::test_gpu_cuda_graph_capture_and_replay $m::test_gpu_more_than_2_31_elements \
-    tests/test_fastlaunch.py tests/test_triton_sampling.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25
+  all="$t tests/test_backend_gpu.py $m::test_gpu_real_vocab $m::test_gpu_batches
+    $m::test_gpu_deterministic_and_batch_invariant $m::test_gpu_cuda_graph_capture_and_replay
+    $m::test_gpu_more_than_2_31_elements tests/test_fastlaunch.py tests/test_triton_sampling.py"
+  # resume: TESTS names the node ids still to run (a previous call ran out of time)
+  timeout "$TESTS_S" python3 -m pytest -q -m gpu -p no:cacheprovider -rf --tb=short \
+    ${TESTS:-$all} 2>&1 | tee "$OUT/pytest_gpu.log" | grep -E "passed|failed|^FAILED|^E " | cut -c1-300 | tail -25
+fi
+if [[ $stage == resume ]]; then
+  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --vocab 131072 --dtypes float32,bfloat16 \
+    --batch "${BENCH_B:-1,8,64,256,1024}" --graphs --plot --warmup 5 --rep 25 --check-rows 4 \
+    --no-progress > "$OUT/bench.log" 2>&1
+  echo "bench exit $?"; tail -c 3500 "$OUT/bench.log"
 fi

@@ -105,8 +105,9 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
               "stride_x": "i64", "seg_len": "i32"}
     if flags["SELECT"]:
         out["write_select"] = _compile(pipeline.write_select_kernel, dict(
-            common, k="i32", sel_val_ptr=f"*{ty}", sel_idx_ptr="*i64"),
-            dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SMALLEST=flags["SMALLEST"]),
+            common, k="i32", sel_val_ptr=f"*{ty}", sel_idx_ptr="*i64", sel_key_ptr="*i32"),
+            dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SMALLEST=flags["SMALLEST"],
+                 WITH_KEY=True),
             target, 4)
     else:
         sig = dict(common, stride_out="i64", fill="fp32", out_ptr=f"*{ty}")

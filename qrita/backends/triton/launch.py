@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -97,8 +98,13 @@ class PipelineConfig:
 
 
 def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
-    """The launch table (measured on the H200, BENCHMARKS.md)."""
-    if interpreting():
+    """The launch table (measured on the H200, BENCHMARKS.md), cached per (V, dtype, mode)."""
+    return _pipeline_config(vocab, dtype, interpreting(), os.environ.get("QRITA_LAUNCH_TABLE", ""))
+
+
+@functools.lru_cache(maxsize=256)
+def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str) -> PipelineConfig:
+    if interpret:
         block, seg_min, max_segs, cap, sample, dense = 128, 256, 64, 256, 128, 64
         block_cand, warps_cand, sparse = 128, 4, 4
         block_wide, warps_wide = 128, 2
@@ -127,14 +133,33 @@ def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
                           warps_wide=warps_wide)
 
 
-def _flags(k, p):
-    k_array = isinstance(k, torch.Tensor)
-    p_array = isinstance(p, torch.Tensor)
-    return dict(HAS_K=k is not None, K_ARRAY=k_array, HAS_P=p is not None, P_ARRAY=p_array)
-
-
-def _scalar(v, default):
-    return default if (v is None or isinstance(v, torch.Tensor)) else v
+@functools.lru_cache(maxsize=1024)
+def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
+          smallest: bool, select: bool, wide: bool) -> dict[str, dict]:
+    """The constexpr / launch-option keyword arguments of each launch of one call, built once
+    per (config, argument kinds): every call runs this host code, so it is kept out of it."""
+    flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
+    block_cand = cfg.block_cand or cfg.block
+    warps_cand = cfg.warps_cand or cfg.warps_stream
+    seg = dict(CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2)
+    plan = {
+        "cutoff": dict(flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
+                       num_warps=cfg.warps_stream),
+        "candidates": dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg, SPARSE=cfg.sparse,
+                           num_warps=warps_cand),
+        "threshold": dict(flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block,
+                          **seg, DENSE=min(cfg.dense, cfg.cap), BAND_SAMPLE=cfg.band_sample,
+                          num_warps=cfg.warps_search),
+    }
+    for band in (True, False):
+        plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
+                                       SPARSE=cfg.sparse, BAND=band,
+                                       num_warps=cfg.warps_wide or warps_cand)
+        plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band,
+                                      num_warps=cfg.warps_search)
+    plan["round"] = dict(BLOCK=min(WIDE_BLOCK, cfg.block), num_warps=cfg.warps_stream)
+    plan["narrow"] = dict(NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
+    return plan
 
 
 def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, wide: bool):
@@ -143,19 +168,18 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     Size per row: cap candidates x 8 bytes + 60 bytes per segment + 36 bytes, i.e.
     O(B x cap), never O(V) per program.
     """
-    sizes = {"cutoff": 1, "cand_val": cfg.cap, "cand_idx": cfg.cap, "seg_f": cfg.nseg * 4,
-             "seg_i": cfg.nseg * 8, "seg_before": cfg.nseg * 2, "row_f": 4,
-             "part_i": cfg.nseg * 32 if wide else 0, "part_f": cfg.nseg * 16 if wide else 0,
-             "row_info": 0 if row_info is not None else ROW_INFO}
-    flat = torch.empty(batch * sum(sizes.values()), dtype=torch.int32, device=device)
-    parts, start = {}, 0
-    for name, width in sizes.items():
-        parts[name] = flat[start:start + batch * width].view(batch, width)
-        start += batch * width
+    names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
+             "part_f", "row_info")
+    widths = (1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 4,
+              cfg.nseg * 32 if wide else 0, cfg.nseg * 16 if wide else 0,
+              0 if row_info is not None else ROW_INFO)
+    # one allocation and one split (flat per-part chunks: the kernels index rows themselves);
+    # few host calls, this runs on every call
+    flat = torch.empty(batch * sum(widths), dtype=torch.int32, device=device)
+    parts = dict(zip(names, flat.split([batch * w for w in widths]), strict=True))
     for name in ("cand_val", "seg_f", "row_f", "part_f"):
         parts[name] = parts[name].view(torch.float32)
-    if row_info is not None:
-        parts["row_info"] = row_info
+    parts["row_info"] = row_info if row_info is not None else parts["row_info"].view(batch, ROW_INFO)
     return parts
 
 
@@ -167,54 +191,47 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     ws = _workspace(batch, cfg, x.device, row_info, wide)
     cand_val, cand_idx, seg_f, seg_i = ws["cand_val"], ws["cand_idx"], ws["seg_f"], ws["seg_i"]
     seg_before, row_info = ws["seg_before"], ws["row_info"]
-    flags = _flags(k, p)
-    k_ptr = k if flags["K_ARRAY"] else seg_i
-    p_ptr = p if flags["P_ARRAY"] else seg_f
-    k_scalar = int(_scalar(k, 0))
-    p_scalar = float(_scalar(p, 0.0))
+    k_array = isinstance(k, torch.Tensor)
+    p_array = isinstance(p, torch.Tensor)
+    plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide)
+    k_ptr = k if k_array else seg_i
+    p_ptr = p if p_array else seg_f
+    k_scalar = 0 if (k is None or k_array) else int(k)
+    p_scalar = 0.0 if (p is None or p_array) else float(p)
+    stride_x = x.stride(0)
     launch(cutoff_kernel, (batch,),
-           x, k_ptr, p_ptr, vocab, x.stride(0), k_scalar, p_scalar, cfg.max_cands, ws["cutoff"],
-           **flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
-           num_warps=cfg.warps_stream)
+           x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, ws["cutoff"],
+           **plan["cutoff"])
     launch(candidates_kernel, (batch, cfg.nseg),
-           x, k_ptr, p_ptr, ws["cutoff"], vocab, x.stride(0), cfg.seg_len, k_scalar, p_scalar,
-           cand_val, cand_idx, seg_f, seg_i,
-           **flags, SMALLEST=smallest, BLOCK=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg,
-           NSEG_P2=cfg.nseg_p2, SPARSE=cfg.sparse, num_warps=cfg.warps_cand or cfg.warps_stream)
+           x, k_ptr, p_ptr, ws["cutoff"], vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
+           cand_val, cand_idx, seg_f, seg_i, **plan["candidates"])
     launch(threshold_kernel, (batch,),
            x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
-           vocab, x.stride(0), out.stride(0) if out is not None else 0, k_scalar, p_scalar,
+           vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,
            float(fill), cfg.nseg, cfg.max_band,
            out if out is not None else x, sel_val if sel_val is not None else x,
            sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"], seg_before,
-           **flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block,
-           CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, DENSE=min(cfg.dense, cfg.cap),
-           BAND_SAMPLE=cfg.band_sample, num_warps=cfg.warps_search)
+           **plan["threshold"])
     if wide:
         grid_seg = (batch, cfg.nseg)
+        row_f, part_i, part_f = ws["row_f"], ws["part_i"], ws["part_f"]
 
         def compact_and_search(band: bool):
             launch(wide_compact_kernel, grid_seg,
-                   x, row_info, ws["row_f"], vocab, x.stride(0), cfg.seg_len, cand_val, cand_idx,
-                   seg_i, ws["part_i"], ws["part_f"],
-                   BLOCK=cfg.block_wide or cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
-                   SPARSE=cfg.sparse, BAND=band,
-                   num_warps=cfg.warps_wide or cfg.warps_cand or cfg.warps_stream)
+                   x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
+                   seg_i, part_i, part_f, **plan[f"compact_{band}"])
             launch(wide_search_kernel, (batch,),
-                   x, cand_val, cand_idx, seg_i, row_info, ws["row_f"], ws["part_i"],
-                   ws["part_f"], vocab, x.stride(0), out.stride(0), float(fill), cfg.nseg, out,
-                   seg_before,
-                   BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, BAND=band,
-                   num_warps=cfg.warps_search)
+                   x, cand_val, cand_idx, seg_i, row_info, row_f, part_i, part_f, vocab, stride_x,
+                   out.stride(0), float(fill), cfg.nseg, out, seg_before,
+                   **plan[f"search_{band}"])
 
         compact_and_search(True)  # the band: finishes the rows it holds
         for _ in range(WIDE_ROUNDS):  # the rows it missed
             launch(wide_round_kernel, grid_seg,
-                   x, row_info, ws["row_f"], vocab, x.stride(0), cfg.seg_len, ws["part_i"],
-                   ws["part_f"], BLOCK=min(WIDE_BLOCK, cfg.block), num_warps=cfg.warps_stream)
+                   x, row_info, row_f, vocab, stride_x, cfg.seg_len, part_i, part_f,
+                   **plan["round"])
             launch(wide_narrow_kernel, (batch,),
-                   row_info, ws["row_f"], ws["part_i"], ws["part_f"], cfg.nseg,
-                   NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
+                   row_info, row_f, part_i, part_f, cfg.nseg, **plan["narrow"])
         compact_and_search(False)
     return cand_val, cand_idx, seg_i, seg_before, row_info
 
@@ -242,24 +259,26 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     return out
 
 
-def launch_select(x: torch.Tensor, k: int, *, smallest: bool,
+def launch_select(x: torch.Tensor, k: int, *, smallest: bool, with_key: bool = False,
                   row_info: torch.Tensor | None = None,
-                  config: PipelineConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                  config: PipelineConfig | None = None):
     """The first k entries of each row's order (1 <= k <= V), in index order.
 
-    Returns values (B, k) of x's dtype and indices (B, k) int64.
+    Returns values (B, k) of x's dtype and indices (B, k) int64; with ``with_key`` also their
+    int32 rank keys (B, k) (larger = earlier in the order, NaN last: docs/algorithm.md §0).
     """
     batch, vocab = x.shape
     cfg = config or pipeline_config(vocab, x.dtype)
     sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
     sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
+    sel_key = torch.empty((batch, k), dtype=torch.int32, device=x.device) if with_key else sel_idx
     cand_val, cand_idx, seg_i, seg_before, row_info = _search(
         x, k, None, cfg, smallest=smallest, select=True, out=None, sel_val=sel_val,
         sel_idx=sel_idx, fill=0.0, row_info=row_info)
     launch(write_select_kernel, (batch, cfg.nseg),
         x, cand_val, cand_idx, seg_i, row_info, seg_before,
-        vocab, x.stride(0), cfg.seg_len, k, sel_val, sel_idx,
+        vocab, x.stride(0), cfg.seg_len, k, sel_val, sel_idx, sel_key,
         BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, SMALLEST=smallest,
-        num_warps=cfg.warps_stream,
+        WITH_KEY=with_key, num_warps=cfg.warps_stream,
     )
-    return sel_val, sel_idx
+    return (sel_val, sel_idx, sel_key) if with_key else (sel_val, sel_idx)

@@ -105,12 +105,12 @@ def top_k(x: torch.Tensor, k: int, *, mode: str = "largest", sorted: bool = True
     smallest = mode == "smallest"
     if x.dtype in SUPPORTED_DTYPES:
         src = x if x.stride(-1) == 1 else x.contiguous()
-        vals, idx = launch_select(src, k, smallest=smallest)
-        if sorted:
-            order = torch.sort(rank_keys(vals, smallest=smallest), dim=-1, descending=True,
-                               stable=True).indices
-            vals, idx = vals.gather(-1, order), idx.gather(-1, order)
-        return vals, idx
+        if not sorted:
+            return launch_select(src, k, smallest=smallest)
+        # the kernel also writes each survivor's rank key: one stable sort of k int32 keys
+        vals, idx, keys = launch_select(src, k, smallest=smallest, with_key=True)
+        order = torch.sort(keys, dim=-1, descending=True, stable=True).indices
+        return vals.gather(-1, order), idx.gather(-1, order)
     order = torch.sort(rank_keys(x, smallest=smallest), dim=-1, descending=True,
                        stable=True).indices[:, :k]
     if not sorted:

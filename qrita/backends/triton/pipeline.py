@@ -511,11 +511,13 @@ def write_mask_kernel(
 def write_select_kernel(
     x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_ptr,
     V, stride_x, seg_len, k,
-    sel_val_ptr, sel_idx_ptr,
+    sel_val_ptr, sel_idx_ptr, sel_key_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SMALLEST: tl.constexpr,
+    WITH_KEY: tl.constexpr,
 ):
     """Write one segment's share of the selection (B, k): kept candidates at their ranks in index
-    order (mode 1), or every entry (mode 0: k == V)."""
+    order (mode 1), or every entry (mode 0: k == V). WITH_KEY: also each one's int32 rank key
+    (larger = earlier in the order, NaN last) into sel_key (B, k), for the caller's sort."""
     row = tl.program_id(0)
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -530,10 +532,24 @@ def write_select_kernel(
                                                  NSEG_P2, SMALLEST)
         tl.store(sel_val + kept_rank, cx.to(sel_val_ptr.dtype.element_ty), mask=kept)
         tl.store(sel_idx + kept_rank, cidx.to(tl.int64), mask=kept)
+        if WITH_KEY:
+            tl.store(sel_key_ptr + row64 * k + kept_rank, rank_key(cx, SMALLEST), mask=kept)
     elif mode == 0:
         row_x = x_ptr + row64 * stride_x
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + tl.arange(0, BLOCK)
             valid = offs < V
-            tl.store(sel_val + offs, tl.load(row_x + offs, mask=valid), mask=valid)
+            xv = tl.load(row_x + offs, mask=valid)
+            tl.store(sel_val + offs, xv, mask=valid)
             tl.store(sel_idx + offs, offs.to(tl.int64), mask=valid)
+            if WITH_KEY:
+                tl.store(sel_key_ptr + row64 * k + offs, rank_key(xv.to(tl.float32), SMALLEST),
+                         mask=valid)
+    elif WITH_KEY:  # mode 2: the threshold kernel wrote the selection; key this segment's share
+        share = (k + nseg - 1) // nseg
+        stop = tl.minimum(seg * share + share, k)
+        for off in range(seg * share, stop, BLOCK):
+            j = off + tl.arange(0, BLOCK)
+            valid = j < stop
+            xv = tl.load(sel_val + j, mask=valid, other=0.0).to(tl.float32)
+            tl.store(sel_key_ptr + row64 * k + j, rank_key(xv, SMALLEST), mask=valid)
