@@ -1,6 +1,6 @@
 """Host-side cost of one call (not a test): where the eager time goes at small batches.
 
-    python benchmarks/host_overhead.py [--out DIR]
+    python benchmarks/host_overhead.py [--out DIR] [--only "topk50,public top_k k50"] [--rows N]
 
 Times N back-to-back calls without synchronising (the host's cost per call, as long as the GPU
 keeps up), the same with a synchronise per call, and prints a cProfile of the host work.
@@ -18,6 +18,7 @@ import time
 import numpy as np
 import torch
 
+import qrita
 from qrita.backends.triton import ops
 from qrita.testing import generators
 
@@ -37,14 +38,29 @@ def host_us(fn, n: int = 300, sync_each: bool = False) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="results")
+    ap.add_argument("--only", default="", help="comma list of call names (default: all)")
+    ap.add_argument("--rows", type=int, default=22, help="cProfile rows per call")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     x = torch.from_numpy(generators.zipf_logits(1, 131072, 1.1, np.random.default_rng(0))).cuda()
     lines = []
-    for name, k, p in (("topk50", 50, None), ("topp0.9", None, 0.9)):
-        call = lambda k=k, p=p: ops.top_k_top_p_mask(x, k, p)  # noqa: E731
+    calls = {
+        "topk50": lambda: ops.top_k_top_p_mask(x, 50, None),
+        "topp0.9": lambda: ops.top_k_top_p_mask(x, None, 0.9),
+        "public topk50 mask": lambda: qrita.top_k_top_p_mask(x, 50, None),
+        "public top_k k50": lambda: qrita.top_k(x, 50),
+        "ops.top_k k50 sorted": lambda: ops.top_k(x, 50),
+        "ops.top_k k50 unsorted": lambda: ops.top_k(x, 50, sorted=False),
+        "torch.topk k50": lambda: torch.topk(x, 50),
+    }
+    only = [c.strip() for c in args.only.split(",")] if args.only else list(calls)
+    for name in only:
+        call = calls[name]
         lines.append(f"{name} B=1 host {host_us(call):.1f} us/call, "
                      f"with sync {host_us(call, sync_each=True):.1f} us/call")
+        print(lines[-1], flush=True)
+        if name.startswith("torch"):
+            continue
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(200):
@@ -52,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         prof.disable()
         torch.cuda.synchronize()
         buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(22)
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(args.rows)
         lines.append(buf.getvalue())
     text = "\n".join(lines)
     print(text)
