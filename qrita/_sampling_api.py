@@ -3,7 +3,9 @@
 GPU arrays (torch CUDA / ROCm, CuPy, eager JAX on one GPU) run
 :mod:`qrita.backends.triton.sampling_ops` on a zero-copy torch view, with no host
 synchronisation; everything else runs the NumPy reference. Traced JAX arrays (inside
-``jax.jit``) are refused with NotImplementedError. No array library is imported here.
+``jax.jit``) are staged into the program (:func:`qrita.backends._jax_jit.sampling`: the Triton
+sampler through ``buffer_callback`` on CUDA, the reference through ``pure_callback``
+elsewhere). No array library is imported here.
 """
 
 from __future__ import annotations
@@ -95,13 +97,13 @@ def _check_common(
     c = check_mask_args(logits, k, p, -np.inf, False)
     t = _check_float_param(temperature, "temperature", c.info, temperature=True)
     m = _check_float_param(min_p, "min_p", c.info, temperature=False)
-    adapter = c.adapter
-    is_traced = getattr(adapter, "is_traced", None)
-    if is_traced is not None and is_traced(logits):
-        raise NotImplementedError(
-            f"qrita.{name} on traced JAX arrays (inside jax.jit) is not supported"
-        )
     return c, t, m
+
+
+def _traced(c: Checked, logits: Any) -> bool:
+    """True for a traced JAX array (inside ``jax.jit``): the call is staged into the program."""
+    is_traced = getattr(c.adapter, "is_traced", None)
+    return is_traced is not None and bool(is_traced(logits))
 
 
 def _gpu(c: Checked) -> ModuleType | None:
@@ -184,9 +186,6 @@ def sample(
     TypeError, ValueError
         As :func:`qrita.top_k_top_p_mask`; also for a bad temperature, min_p, seed, offset or
         return_logprob (the message names the argument and the value).
-    NotImplementedError
-        Traced JAX arrays (inside ``jax.jit``).
-
     Notes
     -----
     The contract, including exactly how the uniforms are made, is docs/sampling.md.
@@ -197,6 +196,12 @@ def sample(
     o = 0 if offset is None else _check_counter(offset, "offset", info)
     want_logprob = _check_bool(return_logprob, "return_logprob")
     adapter = c.adapter
+    if _traced(c, logits):
+        tok, lp = adapter.traced_sampling("sample", logits, k=c.k, p=c.p, min_p=m,
+                                          temperature=t, seed=s, offset=o)
+        if len(info.shape) == 1:
+            tok, lp = tok.reshape(()), lp.reshape(())
+        return (tok, lp) if want_logprob else tok
     gpu = _gpu(c)
     if gpu is not None:
         with _scope(adapter, logits):
@@ -259,6 +264,9 @@ def top_k_top_p_probs(
     """
     c, t, m = _check_common(logits, k, p, temperature, min_p, "top_k_top_p_probs")
     adapter = c.adapter
+    if _traced(c, logits):
+        (probs,) = adapter.traced_sampling("probs", logits, k=c.k, p=c.p, min_p=m, temperature=t)
+        return probs.reshape(c.info.shape)
     gpu = _gpu(c)
     if gpu is not None:
         with _scope(adapter, logits):
@@ -317,6 +325,12 @@ def candidates(
             raise ValueError(f"max_candidates must be >= 1, got {int(max_candidates)}")
         max_candidates = int(max_candidates)
     adapter = c.adapter
+    if _traced(c, logits):
+        res = Candidates(*adapter.traced_sampling("candidates", logits, k=c.k, p=c.p, min_p=m,
+                                                  temperature=t, max_candidates=max_candidates))
+        if len(c.info.shape) == 1:
+            res = Candidates(res.indices[0], res.probs[0], res.counts.reshape(()))
+        return res
     gpu = _gpu(c)
     if gpu is not None:
         with _scope(adapter, logits):

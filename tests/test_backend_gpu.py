@@ -401,3 +401,43 @@ def test_jax_jit_under_vmap(ops):
     out = jax.jit(jax.vmap(lambda r: qrita.top_k_mask(r, 3)))(x)
     for b in range(4):
         assert_mask_ok(np.asarray(out)[b], x_np[b], 3, None)
+
+
+def test_jax_jit_sampler_runs_on_the_device(monkeypatch, ops):
+    """qrita.sample / top_k_top_p_probs / candidates inside jax.jit on a GPU array: the Triton
+    sampler through buffer_callback (never the host callback), the same tokens and distribution
+    as the eager GPU call."""
+    jax, gpus = _jax()
+    import jax.numpy as jnp
+
+    import qrita
+    from qrita.backends import _jax_jit
+
+    host_calls = []
+    real_host = _jax_jit._host_sampling
+
+    def host_sampling(*args, **kwargs):
+        host_calls.append(1)
+        return real_host(*args, **kwargs)
+
+    monkeypatch.setattr(_jax_jit, "_host_sampling", host_sampling)
+    x = jax.device_put(jnp.asarray(_logits_np(15)), gpus[0])
+    seeds = jax.device_put(jnp.arange(B, dtype=jnp.int32) + 3, gpus[0])
+    kw = dict(k=50, p=0.9, temperature=0.8)
+
+    @jax.jit
+    def staged(x, seed):
+        tok, lp = qrita.sample(x, seed=seed, offset=2, return_logprob=True, **kw)
+        probs = qrita.top_k_top_p_probs(x, 50, 0.9, temperature=0.8)
+        c = qrita.candidates(x, 50, 0.9, temperature=0.8, max_candidates=64)
+        return tok, lp, probs, c.counts
+
+    tok, lp, probs, counts = staged(x, seeds)
+    want_tok, want_lp = qrita.sample(x, seed=seeds, offset=2, return_logprob=True, **kw)
+    assert tok.devices() == x.devices() and not host_calls
+    np.testing.assert_array_equal(np.asarray(tok), np.asarray(want_tok))
+    np.testing.assert_array_equal(np.asarray(lp), np.asarray(want_lp))
+    np.testing.assert_array_equal(np.asarray(probs),
+                                  np.asarray(qrita.top_k_top_p_probs(x, 50, 0.9, temperature=0.8)))
+    np.testing.assert_array_equal(np.asarray(counts), np.asarray(
+        qrita.candidates(x, 50, 0.9, temperature=0.8, max_candidates=64).counts))

@@ -133,8 +133,54 @@ def test_jax_round_trip(logits):
     assert np.asarray(tok).tolist() == ref.sample(logits, 3, seed=np.arange(6)).tolist()
     assert lp.dtype == jnp.float32
     assert qrita.top_k_top_p_probs(x, 3).dtype == jnp.float32
-    with pytest.raises(NotImplementedError, match="jax.jit"):
-        jax.jit(lambda y: qrita.sample(y, seed=0))(x)
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_jax_jit_matches_the_reference(logits, dtype):
+    """Inside jax.jit (CPU: the reference through pure_callback) every sampling function gives
+    what the eager reference gives, with static and traced per-row parameters."""
+    import jax
+    import jax.numpy as jnp
+
+    cpu = jax.devices("cpu")[0]
+    x = jax.device_put(jnp.asarray(logits).astype(dtype), cpu)
+    a = np.asarray(x.astype(jnp.float32))
+    k_rows = jnp.array([1, 2, 3, 6, 0, 4])
+    p_rows = jnp.array([0.5, 0.9, 1.0, 0.3, 0.99, 0.0], jnp.float32)
+    temp_rows = jnp.array([1.0, 0.7, 0.0, 2.0, 1.0, 0.5], jnp.float32)
+    seeds = jnp.arange(6) * 7 + 1
+
+    @jax.jit
+    def staged(x, k, p, t, seed):
+        tok, lp = qrita.sample(x, k=k, p=p, temperature=t, min_p=0.05, seed=seed, offset=5,
+                               return_logprob=True)
+        probs = qrita.top_k_top_p_probs(x, k, p, temperature=t, min_p=0.05)
+        c = qrita.candidates(x, k, p, temperature=t, min_p=0.05, max_candidates=4)
+        return tok, lp, probs, c.indices, c.probs, c.counts
+
+    tok, lp, probs, ci, cp, cn = staged(x, k_rows, p_rows, temp_rows, seeds)
+    kw = dict(min_p=0.05, temperature=np.asarray(temp_rows, np.float64))
+    k_np, p_np = np.asarray(k_rows), np.asarray(p_rows, np.float64)
+    want_tok, want_lp = ref.sample(a, k_np, p_np, seed=np.asarray(seeds).astype(np.uint64),
+                                   offset=5, return_logprob=True, **kw)
+    assert np.asarray(tok).tolist() == want_tok.tolist()
+    np.testing.assert_array_equal(np.asarray(lp), want_lp.astype(np.float32))
+    np.testing.assert_array_equal(np.asarray(probs), ref.probs(a, k_np, p_np, **kw))
+    want_c = ref.candidates(a, k_np, p_np, max_candidates=4, **kw)
+    assert np.asarray(ci).tolist() == want_c.indices.tolist()
+    np.testing.assert_array_equal(np.asarray(cp), want_c.probs.astype(np.float32))
+    assert np.asarray(cn).tolist() == want_c.counts.tolist()
+    assert tok.dtype == ci.dtype == cn.dtype and lp.dtype == cp.dtype == probs.dtype
+    # static parameters and (V,) rows: shapes as in eager
+    one = jax.jit(lambda r: qrita.sample(r, k=3, seed=9))(x[2])
+    assert one.shape == () and int(one) == int(ref.sample(a[2], 3, seed=9))
+    c1 = jax.jit(lambda r: qrita.candidates(r, 3))(x[2])
+    assert c1.indices.shape == (a.shape[1],) and c1.counts.shape == ()
+    # seed=None: a fresh seed at every execution, not one frozen at trace time
+    fresh = jax.jit(lambda r: qrita.sample(r))
+    draws = {tuple(np.asarray(fresh(x)).tolist()) for _ in range(8)}
+    assert len(draws) > 1
 
 
 CALLS = [

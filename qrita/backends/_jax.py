@@ -38,6 +38,7 @@ __all__ = [
     "is_traced",
     "traced_masks",
     "traced_top_k",
+    "traced_sampling",
     "index_dtype",
 ]
 
@@ -221,3 +222,12 @@ def traced_top_k(
     from qrita.backends import _jax_jit
 
     return _jax_jit.top_k(x, k, axis=axis, mode=mode, sorted=sorted)
+
+
+def traced_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
+                    **params: Any) -> tuple[Any, ...]:
+    """``sample`` / ``probs`` / ``candidates`` of a traced (or any) JAX array (V,) or (B, V):
+    the outputs for (B, V) rows (:func:`qrita.backends._jax_jit.sampling`)."""
+    from qrita.backends import _jax_jit
+
+    return _jax_jit.sampling(op, logits, max_candidates=max_candidates, **params)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["masks", "top_k"]
+__all__ = ["masks", "top_k", "sampling"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,3 +266,145 @@ def top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest", sorted: bool
         values = values.reshape(lead + (k,))
         indices = indices.reshape(lead + (k,))
     return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices, -1, axis)
+
+
+# --------------------------------------------------------------------------------------------
+# sampling: sample, top_k_top_p_probs, candidates
+
+_SAMPLING_PARAMS = ("k", "p", "min_p", "temperature", "seed", "offset")
+_PARAM_KIND = {"k": "k", "p": "p", "min_p": "p", "temperature": "p", "seed": "counter",
+               "offset": "counter"}
+
+
+def _sampling_operand(value: Any, batch: int, kind: str) -> tuple[Any, Any]:
+    """(static Python value, None) or (None, (B,) JAX array) of a sampling parameter."""
+    import jax.numpy as jnp
+
+    if kind != "counter":
+        return _row_operand(value, batch, kind)
+    if value is None or isinstance(value, (numbers.Number, np.generic)):
+        return (value.item() if isinstance(value, np.generic) else value), None
+    arr = jnp.asarray(value)  # any integer dtype; read as uint64 bit patterns, as in eager
+    return None, jnp.broadcast_to(arr.reshape(-1), (batch,))
+
+
+def _host_row(a: Any, dtype: Any) -> np.ndarray:
+    a = np.asarray(a).reshape(-1)
+    if dtype is np.uint64:
+        return a.astype(np.int64 if a.dtype.kind == "i" else np.uint64).astype(np.uint64)
+    return a.astype(dtype)
+
+
+_HOST_DTYPE = {"k": np.int64, "p": np.float64, "min_p": np.float64, "temperature": np.float64,
+               "seed": np.uint64, "offset": np.uint64}
+
+
+def _host_params(arrays: tuple, names: tuple[str, ...], statics: dict[str, Any]) -> dict:
+    params = dict(statics)
+    for name, a in zip(names, arrays, strict=True):
+        params[name] = _host_row(a, _HOST_DTYPE[name])
+    return params
+
+
+def _host_sampling(x, *arrays, op, names, statics, width, index_dtype, out_float):
+    """The NumPy reference of ``op`` on one (B, V) block (``jax.pure_callback``)."""
+    from qrita.reference import sampling as ref
+
+    x = _host_dtype_in(x)
+    prm = _host_params(arrays, names, statics)
+    filters = dict(min_p=prm["min_p"], temperature=prm["temperature"])
+    if op == "sample":
+        seed = prm["seed"]
+        if seed is None:  # a fresh seed per row at every execution, as in eager
+            seed = np.random.default_rng().integers(0, 2**64, size=x.shape[0], dtype=np.uint64)
+        tokens, logp = ref.sample(x, prm["k"], prm["p"], seed=seed,
+                                  offset=0 if prm["offset"] is None else prm["offset"],
+                                  return_logprob=True, **filters)
+        return (np.asarray(tokens).astype(index_dtype),
+                np.asarray(logp).astype(out_float))
+    if op == "probs":
+        return np.asarray(ref.probs(x, prm["k"], prm["p"], dtype=np.float32, **filters)).astype(
+            out_float)
+    res = ref.candidates(x, prm["k"], prm["p"], max_candidates=width, **filters)
+    return (np.asarray(res.indices).astype(index_dtype), np.asarray(res.probs).astype(out_float),
+            np.asarray(res.counts).astype(index_dtype))
+
+
+def _gpu_sampling_callback(ctx, outs, x, *arrays, op, names, statics, width):
+    """The Triton sampler on XLA's buffers and stream (``buffer_callback``)."""
+    import torch
+
+    from qrita.backends.triton import sampling_ops
+
+    t = _torch_view(x)
+    with _on_xla_stream(ctx, t.device):
+        prm = dict(statics)
+        for name, a in zip(names, arrays, strict=True):
+            view = _torch_view(a).reshape(-1)
+            prm[name] = view.to(torch.int64) if name in ("k", "seed", "offset") else view
+        filters = dict(min_p=prm["min_p"], temperature=prm["temperature"])
+        if op == "sample":
+            results = sampling_ops.sample(t, prm["k"], prm["p"], seed=prm["seed"],
+                                          offset=prm["offset"], return_logprob=True, **filters)
+        elif op == "probs":
+            results = (sampling_ops.top_k_top_p_probs(t, prm["k"], prm["p"], **filters),)
+        else:
+            results = tuple(sampling_ops.candidates(t, prm["k"], prm["p"], max_candidates=width,
+                                                    **filters))
+        for out, res in zip(outs, results, strict=True):
+            _torch_view(out).copy_(res.reshape(_torch_view(out).shape))
+
+
+def sampling(op: str, logits: Any, *, max_candidates: int | None = None, **params: Any):
+    """``sample`` (tokens, logprobs), ``probs`` or ``candidates`` (indices, probs, counts) of a
+    JAX array (V,) or (B, V), staged into the traced program; params: k, p, min_p, temperature,
+    seed, offset (None, Python scalars or (B,) arrays). Shapes as in :mod:`qrita._sampling_api`
+    (for (B, V); the caller reshapes (V,) results)."""
+    import jax
+    import jax.numpy as jnp
+
+    from qrita.backends._jax import index_dtype
+
+    x = jnp.asarray(logits)
+    x2 = x.reshape(1, -1) if x.ndim == 1 else x
+    batch, vocab = x2.shape
+    statics, names, operands = {}, [], []
+    for name in _SAMPLING_PARAMS:
+        static, arr = _sampling_operand(params.get(name), batch, _PARAM_KIND[name])
+        if arr is None:
+            statics[name] = static
+        else:
+            names.append(name)
+            operands.append(arr)
+    idx_dtype = index_dtype()
+    out_float = jnp.float64 if x2.dtype == jnp.float64 else jnp.float32
+    width = vocab if max_candidates is None else int(max_candidates)
+    if op == "sample":
+        result = (jax.ShapeDtypeStruct((batch,), idx_dtype),
+                  jax.ShapeDtypeStruct((batch,), out_float))
+    elif op == "probs":
+        result = (jax.ShapeDtypeStruct((batch, vocab), out_float),)
+    elif op == "candidates":
+        result = (jax.ShapeDtypeStruct((batch, width), idx_dtype),
+                  jax.ShapeDtypeStruct((batch, width), out_float),
+                  jax.ShapeDtypeStruct((batch,), idx_dtype))
+    else:
+        raise ValueError(f"unknown sampling op {op!r}")
+    options = dict(op=op, names=tuple(names), statics=statics, width=width)
+
+    def host(x2, *ops):
+        fn = functools.partial(_host_sampling, index_dtype=np.dtype(idx_dtype),
+                               out_float=np.dtype(out_float), **options)
+        if op == "probs":  # one output: the callback returns the array itself
+            return (jax.pure_callback(fn, result[0], x2, *ops, vmap_method="sequential"),)
+        return jax.pure_callback(fn, result, x2, *ops, vmap_method="sequential")
+
+    def gpu(x2, *ops):
+        from jax.experimental.buffer_callback import buffer_callback
+
+        call = buffer_callback(functools.partial(_gpu_sampling_callback, **options), result,
+                               vmap_method="sequential")
+        return tuple(call(x2, *ops))
+
+    branches = _gpu_branches("top_k_top_p_mask", x2.dtype, gpu)
+    return tuple(jax.lax.platform_dependent(x2, *operands, default=host, **branches))
