@@ -7,6 +7,7 @@ array's type, and the kernels are imported only when a GPU array arrives.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import warnings
 from types import ModuleType
@@ -124,6 +125,7 @@ def _mask_cpu(logits: Any, c: Checked) -> Any:
     return logits
 
 
+@functools.lru_cache(maxsize=8)
 def _kernel_dtypes(ops: ModuleType) -> frozenset[str]:
     """Dtype names the mask kernel takes (others, i.e. float64, go to the reference)."""
     supported = getattr(ops, "SUPPORTED_DTYPES", None)

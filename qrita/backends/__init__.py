@@ -21,6 +21,7 @@ so that the public functions in :mod:`qrita._api` never import an array library 
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -55,7 +56,7 @@ def adapter_for(x: object) -> ModuleType | None:
     root = module.split(".", 1)[0]
     for prefix, name in ADAPTERS:
         if root == prefix:
-            adapter = importlib.import_module(name)
+            adapter = sys.modules.get(name) or importlib.import_module(name)
             if adapter.owns(x):
                 return adapter
     return None

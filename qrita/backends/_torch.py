@@ -40,7 +40,7 @@ def describe(x: Any) -> ArrayInfo:
         writable = False
     return ArrayInfo(
         library="torch",
-        shape=tuple(int(n) for n in x.shape),
+        shape=tuple(x.shape),  # torch.Size holds Python ints
         dtype=_dtype_name(x.dtype),
         device=str(x.device),
         writable=writable,
