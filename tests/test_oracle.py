@@ -187,3 +187,21 @@ def test_row_params():
     )
     assert k.tolist() == [1, 1, 5, 0, 1]
     assert np.isnan(p[:3]).all() and p[3] == 0.5 and np.isnan(p[4])
+
+
+def test_order_memo_is_exact_and_private():
+    """oracle.order remembers recent large arrays' orders: a hit must be exactly a fresh stable
+    argsort, also after the same array is changed in place, and callers get their own copy."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 40000)).astype(np.float32)
+    x[:, ::7] = 0.5  # ties
+    first = oracle.order(x)
+    first[0, 0] = -1  # the caller's copy: the memo must not see this
+    again = oracle.order(x)
+    want = np.argsort(-x.astype(np.float64), axis=-1, kind="stable")
+    np.testing.assert_array_equal(again, want)
+    x[1, 123] = 99.0  # same array object, new values
+    np.testing.assert_array_equal(oracle.order(x),
+                                  np.argsort(-x.astype(np.float64), axis=-1, kind="stable"))
+    np.testing.assert_array_equal(oracle.order(x, "smallest"),
+                                  np.argsort(x.astype(np.float64), axis=-1, kind="stable"))
