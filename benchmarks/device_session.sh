@@ -12,7 +12,7 @@ if [[ $stage == tune || $stage == host ]]; then
   timeout 120 python3 benchmarks/host_overhead.py --out "$OUT" 2>&1 | grep -v Warn | head -70
 fi
 if [[ $stage == tune ]]; then
-  timeout "${TUNE_S:-200}" python3 benchmarks/tune_launch.py --out "$OUT" --batch "${TUNE_B:-1,64,1024}" 2>&1 | grep -v Warn | tee "$OUT/tune.log" | tail -90
+  timeout "${TUNE_S:-200}" python3 benchmarks/tune_launch.py --stage "${TUNE_STAGE:-cand}" --out "$OUT" --batch "${TUNE_B:-1,64,1024}" 2>&1 | grep -v Warn | tee "$OUT/tune.log" | tail -90
 fi
 if [[ $stage == profile || $stage == tune ]]; then
   timeout "${PROFILE_S:-400}" python3 benchmarks/profile_pipeline.py --out "$OUT" --batch "${PROFILE_B:-1,64,1024}" 2>&1 \

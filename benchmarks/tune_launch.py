@@ -1,7 +1,7 @@
 """Measure launch parameters (not a test): the data behind the launch table.
 
-    python benchmarks/tune_launch.py [--stage cand|wide] [--batch 1,64,1024] [--vocab 131072]
-                                     [--out DIR]
+    python benchmarks/tune_launch.py [--stage cand|wide|band|wide_sparse|cand_sparse] [--batch 1,64,1024]
+                                     [--vocab 131072] [--out DIR]
 
 For each (dtype, V, B, scenario) and each (tile, warps) of the candidate pass (``cand``) or of the
 wide top-p stage's compaction (``wide``), checks that the mask is identical to the default
@@ -36,6 +36,11 @@ STAGES = {  # configurations (PipelineConfig fields), scenarios, kernel name pre
              {"topk50": (50, None), "topp0.9": (None, 0.9)}, "candidates"),
     "wide": ([dict(block_wide=b, warps_wide=w) for b, w in WIDE_CONFIGS], TOP_P, "wide_compact"),
     "band": ([dict(band_sample=n) for n in (1024, 2048, 4096, 8192)], TOP_P, "threshold"),
+    # the band is 2-3% of the row: the one-by-one append (tiles with <= SPARSE candidates) may
+    # lose to the tile's prefix sum there; 0 = prefix sums only
+    "wide_sparse": ([dict(sparse_wide=s) for s in (0, 1, 2, 4, 8, 16)], TOP_P, "wide_compact"),
+    "cand_sparse": ([dict(sparse=s, sparse_wide=8) for s in (0, 1, 2, 4, 8, 16)],
+                    {"topk50": (50, None), "topk1000": (1000, None)}, "candidates"),
 }
 
 

@@ -216,6 +216,25 @@ def test_top_p_near_one_band_at_the_bottom_is_exact(monkeypatch):
     run_and_check(x, "bfloat16", None, 1 - 1e-7)
 
 
+@pytest.mark.parametrize("sparse_wide", [0, 64])
+def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide):
+    """The wide compaction's two ways of appending a tile (one by one, or a prefix sum: which one
+    a tile takes depends on the launch table's ``sparse_wide``) give the oracle's masks."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+
+    table = launch_module.pipeline_config
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), sparse_wide=sparse_wide))
+    rng = np.random.default_rng(19)
+    V = 1000
+    x = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
+                        generators.quantised(generators.gaussian_logits(2, V, 2.0, rng), 2)])
+    for p in (0.9, 0.99):
+        run_and_check(x, "float32", None, p)
+
+
 # ------------------------------------------------------------------------------ GPU only
 GPU_VOCABS = [32000, 128256, 151936, 201088, 262144]
 

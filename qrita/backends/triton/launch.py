@@ -81,6 +81,7 @@ class PipelineConfig:
     band_sample: int = 4096  # sample placing the wide top-p band (entries)
     block_wide: int = 0  # tile of the wide stage's compaction (0: ``block_cand``)
     warps_wide: int = 0  # its warps (0: ``warps_cand``)
+    sparse_wide: int = -1  # ``sparse`` of the wide compaction (-1: ``sparse``; 0: prefix sums only)
 
     @property
     def cap(self) -> int:
@@ -152,8 +153,9 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                           num_warps=cfg.warps_search),
     }
     for band in (True, False):
+        sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
         plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
-                                       SPARSE=cfg.sparse, BAND=band,
+                                       SPARSE=sparse_wide, BAND=band,
                                        num_warps=cfg.warps_wide or warps_cand)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band,
                                       num_warps=cfg.warps_search)
