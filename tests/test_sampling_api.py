@@ -183,6 +183,21 @@ def test_jax_jit_matches_the_reference(logits, dtype):
     assert len(draws) > 1
 
 
+@needs_jax
+def test_jax_jit_under_vmap(logits):
+    """jax.vmap over a stack of (B, V) blocks inside jit: each block as the eager reference."""
+    import jax
+    import jax.numpy as jnp
+
+    stack = np.stack([logits, logits[::-1] * 0.5, logits + 1.0]).astype(np.float32)
+    x = jax.device_put(jnp.asarray(stack), jax.devices("cpu")[0])
+    tokens = jax.jit(jax.vmap(lambda r: qrita.sample(r, k=5, p=0.9, seed=3)))(x)
+    probs = jax.jit(jax.vmap(lambda r: qrita.top_k_top_p_probs(r, 5, 0.9)))(x)
+    for i, block in enumerate(stack):
+        assert np.asarray(tokens[i]).tolist() == ref.sample(block, 5, 0.9, seed=3).tolist()
+        np.testing.assert_array_equal(np.asarray(probs[i]), ref.probs(block, 5, 0.9))
+
+
 CALLS = [
     lambda x: qrita.sample(x, seed=0),
     lambda x: qrita.top_k_top_p_probs(x),
