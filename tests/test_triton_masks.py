@@ -235,6 +235,45 @@ def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide):
         run_and_check(x, "float32", None, p)
 
 
+ONE_LAUNCH_FAMILIES = ["zipf", "quantised2", "all_equal", "grammar", "nan", "all_nan", "posinf",
+                      "inf_nan_mix", "tied_boundary", "five_zeros", "extremes"]
+
+
+@pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
+def test_one_launch_topk_mask_is_exact(monkeypatch, dtype):
+    """QRITA_ONE_LAUNCH=1: small top-k batches take the one-launch kernel (checked) and give the
+    oracle's masks on the edge families, per-row k, k = V - 1 / V, and rows whose candidates
+    overflow (the full-row fallback inside the same launch)."""
+    from qrita.backends.triton import launch as launch_module
+
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "1")
+    taken = []
+    real = launch_module._launch_topk_mask_one
+
+    def spy(*args, **kwargs):
+        taken.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(launch_module, "_launch_topk_mask_one", spy)
+    rng = np.random.default_rng(23)
+    V = 1023
+    families = dict(generators._family_batches(V, rng))
+    failures = []
+    for name in ONE_LAUNCH_FAMILIES:
+        x = generators.to_dtype(families[name], dtype)
+        ks = [1, 50, V - 1, V, rng.integers(0, V + 1, size=x.shape[0]).astype(np.int64)]
+        for k in ks:
+            try:
+                run_and_check(x, dtype, k, None)
+            except AssertionError as err:
+                failures.append(f"{name}/k={k}: {err}")
+    wide = generators.zipf_logits(2, 4097, 1.1, rng)
+    for k in (3, 700):  # 700 > the interpreter table's 512 slots: the fallback
+        run_and_check(generators.to_dtype(wide, dtype), dtype, k, None)
+    assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:10])
+    assert len(taken) == len(ONE_LAUNCH_FAMILIES) * 5 + 2
+
+
 # ------------------------------------------------------------------------------ GPU only
 GPU_VOCABS = [32000, 128256, 151936, 201088, 262144]
 
@@ -341,3 +380,46 @@ def test_aot_compiles_for_nvidia_and_amd():
     assert proc.returncode == 0, proc.stderr[-4000:]
     built = [ln for ln in proc.stdout.splitlines() if ln.startswith("built ")]
     assert len(built) == 4 * 3 * 4, proc.stdout[-2000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_gpu_one_launch_topk_mask(monkeypatch, dtype):
+    """The opt-in one-launch top-k mask on the GPU: the same bits as the multi-launch pipeline
+    (and the oracle), run to run, per row alone and in a batch, and under CUDA-graph replay."""
+    rng = np.random.default_rng(29)
+    for V in (32000, 131072, 262144):
+        x_np = generators.zipf_logits(16, V, 1.1, rng)
+        x_np[3] = generators.gaussian_logits(1, V, 2.0, rng)[0]
+        x_np[5] = generators.quantised(x_np[5:6], 2)[0]  # ties
+        x = _to_device(x_np, dtype)
+        for k in (1, 50, 1000, 4096, torch.arange(1, 17, device="cuda") * 37):
+            monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")
+            want = ops.top_k_top_p_mask(x, k, None)
+            monkeypatch.setenv("QRITA_ONE_LAUNCH", "1")
+            for batch in (1, 3, 16):
+                k_b = k[:batch] if isinstance(k, torch.Tensor) else k
+                for _ in range(3):
+                    got = ops.top_k_top_p_mask(x[:batch].clone(), k_b, None)
+                    assert torch.equal(got.view(torch.int16 if dtype == "bfloat16" else
+                                                torch.int32),
+                                       want[:batch].view(torch.int16 if dtype == "bfloat16" else
+                                                         torch.int32)), (V, k, batch)
+        k_host = 50
+        compare.assert_mask_matches(_host(ops.top_k_top_p_mask(x[:4], k_host, None)),
+                                    _host(x[:4]), k_host, None)
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "1")
+    x = _to_device(generators.zipf_logits(4, 131072, 1.1, rng), dtype)
+    ops.top_k_top_p_mask(x, 50, None)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        out = ops.top_k_top_p_mask(x, 50, None)
+    torch.cuda.current_stream().wait_stream(stream)
+    fresh = generators.gaussian_logits(4, 131072, 2.0, rng)
+    x.copy_(_to_device(fresh, dtype))
+    graph.replay()
+    torch.cuda.synchronize()
+    compare.assert_mask_matches(_host(out), _host(x), 50, None)
+

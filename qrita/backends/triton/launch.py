@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from qrita.backends.triton import fastlaunch
+from qrita.backends.triton.one_launch import one_launch_topk_mask_kernel
 from qrita.backends.triton.pipeline import (
     candidates_kernel,
     cutoff_kernel,
@@ -238,6 +239,36 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     return cand_val, cand_idx, seg_i, seg_before, row_info
 
 
+ONE_LAUNCH_MAX_BATCH = 16  # batches up to this size may take the one-launch top-k mask
+
+
+def _one_launch(batch: int, k, p, x: torch.Tensor, out: torch.Tensor) -> bool:
+    """Whether a mask call takes :func:`_launch_topk_mask_one`: opt-in (``QRITA_ONE_LAUNCH=1``,
+    not yet validated on a GPU), top-k alone, a small batch, out of place."""
+    return (os.environ.get("QRITA_ONE_LAUNCH", "0") == "1" and p is None and k is not None
+            and batch <= ONE_LAUNCH_MAX_BATCH and out.data_ptr() != x.data_ptr())
+
+
+def _launch_topk_mask_one(x: torch.Tensor, out: torch.Tensor, k, fill: float,
+                          cfg: PipelineConfig, row_info: torch.Tensor | None) -> torch.Tensor:
+    """Top-k mask of a small batch in one kernel launch (plus the zeroing of B arrival counters):
+    :mod:`qrita.backends.triton.one_launch`."""
+    batch, vocab = x.shape
+    ws = _workspace(batch, cfg, x.device, row_info, wide=False)
+    arrivals = torch.zeros(batch, dtype=torch.int32, device=x.device)
+    k_array = isinstance(k, torch.Tensor)
+    launch(one_launch_topk_mask_kernel, (batch, cfg.nseg),
+           x, k if k_array else ws["seg_i"],
+           vocab, x.stride(0), out.stride(0), cfg.seg_len, 0 if k_array else int(k),
+           float(fill), cfg.max_cands,
+           ws["cutoff"], ws["cand_val"], ws["cand_idx"], ws["seg_f"], ws["seg_i"],
+           ws["row_info"], ws["row_f"], ws["seg_before"], arrivals, out,
+           K_ARRAY=k_array, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample, BLOCK=cfg.block,
+           BLOCK_CAND=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
+           SPARSE=cfg.sparse, DENSE=min(cfg.dense, cfg.cap), num_warps=cfg.warps_search)
+    return out
+
+
 def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
                 row_info: torch.Tensor | None = None,
                 config: PipelineConfig | None = None) -> torch.Tensor:
@@ -249,6 +280,8 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     """
     batch, vocab = x.shape
     cfg = config or pipeline_config(vocab, x.dtype)
+    if _one_launch(batch, k, p, x, out):
+        return _launch_topk_mask_one(x, out, k, fill, cfg, row_info)
     cand_val, cand_idx, seg_i, seg_before, row_info = _search(
         x, k, p, cfg, smallest=False, select=False, out=out, sel_val=None, sel_idx=None,
         fill=fill, row_info=row_info)
