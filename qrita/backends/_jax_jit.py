@@ -316,7 +316,9 @@ def _host_sampling(x, *arrays, op, names, statics, width, index_dtype, out_float
     if op == "sample":
         seed = prm["seed"]
         if seed is None:  # a fresh seed per row at every execution, as in eager
-            seed = np.random.default_rng().integers(0, 2**64, size=x.shape[0], dtype=np.uint64)
+            from qrita._sampling_api import _fresh_seeds
+
+            seed = _fresh_seeds(x.shape[0])
         tokens, logp = ref.sample(x, prm["k"], prm["p"], seed=seed,
                                   offset=0 if prm["offset"] is None else prm["offset"],
                                   return_logprob=True, **filters)

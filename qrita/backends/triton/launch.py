@@ -153,8 +153,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                           **seg, DENSE=min(cfg.dense, cfg.cap), BAND_SAMPLE=cfg.band_sample,
                           num_warps=cfg.warps_search),
     }
+    sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
     for band in (True, False):
-        sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
         plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
                                        SPARSE=sparse_wide, BAND=band,
                                        num_warps=cfg.warps_wide or warps_cand)
