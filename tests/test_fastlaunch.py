@@ -283,10 +283,15 @@ def test_fast_path_launches_what_triton_launches(fake_gpu):
     assert len(fastlaunch._kernels[id(kernel)].cache) == len(compiled)  # one entry per kernel
 
 
+def _plain_args():
+    """The test kernel's non-constexpr arguments for one plain float32 call."""
+    x = _tensors()["f32"]
+    return (x, x, 10, 1, 16, 3, 9, 2.0, True)
+
+
 def test_grid_padding(fake_gpu):
     kernel, _, recorder, _ = fake_gpu
-    x = _tensors()["f32"]
-    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    args = _plain_args()
     for grid, padded in [((4,), (4, 1, 1)), ((4, 3), (4, 3, 1)), ([4, 3, 2], (4, 3, 2))]:
         launch(kernel, grid, *args, BLOCK=16)
         launch(kernel, grid, *args, BLOCK=16)
@@ -296,8 +301,7 @@ def test_grid_padding(fake_gpu):
 
 def test_current_device_and_stream(fake_gpu):
     kernel, drv, recorder, compiled = fake_gpu
-    x = _tensors()["f32"]
-    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    args = _plain_args()
     launch(kernel, (1,), *args, BLOCK=16)
     launch(kernel, (1,), *args, BLOCK=16)
     on0 = recorder.calls[-1][0]
@@ -319,8 +323,7 @@ def test_normal_path_with_launch_hooks(fake_gpu):
     from triton import knobs
 
     kernel, _, recorder, _ = fake_gpu
-    x = _tensors()["f32"]
-    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    args = _plain_args()
     launch(kernel, (1,), *args, BLOCK=16)
     launch(kernel, (1,), *args, BLOCK=16)
     assert _last_was_fast(recorder)
@@ -355,8 +358,7 @@ class _Pointer:
 def test_normal_path_for_pre_run_hooks_callable_grid_and_unkeyed_args(fake_gpu):
     np = pytest.importorskip("numpy")
     kernel, _, recorder, _ = fake_gpu
-    x = _tensors()["f32"]
-    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    args = _plain_args()
     launch(kernel, (1,), *args, BLOCK=16)
     launch(kernel, lambda meta: (1,), *args, BLOCK=16)
     assert not _last_was_fast(recorder)
@@ -372,8 +374,7 @@ def test_normal_path_for_pre_run_hooks_callable_grid_and_unkeyed_args(fake_gpu):
 
 def test_bad_calls_raise_as_triton_does(fake_gpu):
     kernel, _, _, _ = fake_gpu
-    x = _tensors()["f32"]
-    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    args = _plain_args()
     launch(kernel, (1,), *args, BLOCK=16)
     launch(kernel, (1,), *args, BLOCK=16)
     with pytest.raises(TypeError):
@@ -387,8 +388,7 @@ def test_bad_calls_raise_as_triton_does(fake_gpu):
 @pytest.mark.parametrize("changed", ["G", "H"])
 def test_changed_global_raises_as_triton_does(fake_gpu, changed):
     kernel, _, recorder, _ = fake_gpu
-    x = _tensors()["f32"]
-    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    args = _plain_args()
     launch(kernel, (1,), *args, BLOCK=16)
     scope = {"G": tl.constexpr(4), "H": 2**40}
     kernel.used_global_vals = {("G", id(scope)): (tl.constexpr(4), scope),  # deep copies
@@ -406,8 +406,7 @@ def test_changed_global_raises_as_triton_does(fake_gpu, changed):
 def test_switched_off(fake_gpu, monkeypatch):
     kernel, _, recorder, _ = fake_gpu
     monkeypatch.setenv("QRITA_FAST_LAUNCH", "0")
-    x = _tensors()["f32"]
-    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    args = _plain_args()
     for _ in range(3):
         launch(kernel, (1,), *args, BLOCK=16)
         assert not _last_was_fast(recorder)
@@ -422,8 +421,7 @@ def test_unexpected_triton_disables_fast_path(fake_gpu, monkeypatch):
     monkeypatch.setattr(fastlaunch, "_tr_error", "")
     monkeypatch.setattr(fastlaunch.inspect, "getsource",
                         lambda obj: real(obj).replace("*bound_args.values()", "*launch_args"))
-    x = _tensors()["f32"]
-    args = (x, x, 10, 1, 16, 3, 9, 2.0, True)
+    args = _plain_args()
     for _ in range(3):
         launch(kernel, (1,), *args, BLOCK=16)
         assert not _last_was_fast(recorder)
