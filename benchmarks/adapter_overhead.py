@@ -91,6 +91,8 @@ def main() -> None:
             rows.append((name, triton.testing.do_bench(blocking) * 1e3, _wall_us(run, sync)))
             last.clear()
 
+    if jax is not None and any(d.platform == "gpu" for d in jax.devices()):
+        _jax_steps(qrita, x_j, x_t, k, p)
     base_bench, base_wall = rows[0][1], rows[0][2]
     print(f"top_k_top_p_mask B={args.batch} V={args.vocab} k={k} p={p} float32")
     print(f"{'library':<10} {'do_bench us':>12} {'diff':>9} {'sync us':>10} {'diff':>9}")
@@ -98,6 +100,46 @@ def main() -> None:
         print(
             f"{name:<10} {bench:12.1f} {bench - base_bench:+9.1f} {wall:10.1f} {wall - base_wall:+9.1f}"
         )
+
+
+def _jax_steps(qrita, x_j, x_t, k, p) -> None:
+    """Host time of each step of a JAX eager call (no syncs: what the caller's thread pays), and
+    the largest items of a cProfile of the whole call."""
+    import cProfile
+    import pstats
+
+    import jax
+    import torch
+
+    from qrita.backends import _jax
+
+    out_t = qrita.top_k_top_p_mask(x_t, k, p)
+    steps = {
+        "describe": lambda: _jax.describe(x_j),
+        "to_torch (torch.from_dlpack)": lambda: _jax.to_torch(x_j),
+        "from_torch (jax from_dlpack)": lambda: _jax.from_torch(out_t, x_j),
+        "stream_scope": lambda: _jax.stream_scope(x_j).__enter__(),
+        "torch call (same data)": lambda: qrita.top_k_top_p_mask(x_t, k, p),
+        "jax eager call": lambda: qrita.top_k_top_p_mask(x_j, k, p),
+    }
+    print("JAX eager steps, host µs per call (no sync; median of 200)")
+    for name, fn in steps.items():
+        for _ in range(10):
+            fn()
+        times = []
+        for _ in range(200):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        print(f"  {name:<32} {np.median(times) * 1e6:9.1f}")
+    torch.cuda.synchronize()
+    jax.block_until_ready(x_j)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(100):
+        qrita.top_k_top_p_mask(x_j, k, p)
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(14)
 
 
 if __name__ == "__main__":

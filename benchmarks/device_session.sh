@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
-# all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults)
+# all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -68,6 +68,20 @@ if [[ $stage == pending ]]; then  # GPU checks not yet run at the current defaul
       --scenarios topk50,topk1000 --peers "" --graphs --warmup 5 --rep 25 --check-rows 4 \
       --no-progress 2>&1 | tail -22
   done
+fi
+if [[ $stage == fifth ]]; then  # one-launch top_k + masks by default at B <= 16: GPU tests, bench
+  m=tests/test_triton_masks.py
+  timeout "${TESTS_S:-260}" python3 -m pytest -q -m gpu -p no:cacheprovider -rf --tb=short \
+    "$m::test_gpu_one_launch_topk_mask" tests/test_triton_top_k.py "$m::test_gpu_batches" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$m::test_gpu_real_vocab[262144-bfloat16]" tests/test_fastlaunch.py 2>&1 \
+    | tee "$OUT/pytest_gpu_fifth.log" | grep -E "passed|failed|^FAILED|^E " | cut -c1-300 | tail -25
+  timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
+    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -45
+  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --vocab 131072 --dtypes float32,bfloat16 \
+    --batch "${BENCH_B:-1,8,64,1024}" --graphs --plot --warmup 5 --rep 25 --check-rows 4 \
+    --no-progress > "$OUT/bench.log" 2>&1
+  echo "bench exit $?"; tail -c 5000 "$OUT/bench.log"
 fi
 if [[ $stage == resume ]]; then
   timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --vocab 131072 --dtypes float32,bfloat16 \

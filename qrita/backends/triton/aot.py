@@ -76,17 +76,22 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"],
              WIDE=flags["HAS_P"] and not flags["SELECT"], BLOCK=block, CAP_SEG=cap_seg,
              NSEG_P2=nseg_p2, DENSE=1024, BAND_SAMPLE=2 * sample), target, 8)
+    one = dict(SAMPLE=sample, OVERSAMPLE=4.0, BLOCK=block, BLOCK_CAND=1024, CAP_SEG=cap_seg,
+               NSEG_P2=nseg_p2, SPARSE=8, DENSE=1024)
     if flags["HAS_K"] and not flags["HAS_P"] and not flags["SELECT"]:
         out["one_launch"] = _compile(one_launch.one_launch_topk_mask_kernel, {
             "x_ptr": f"*{ty}", "k_ptr": "*i64", "V": "i32", "stride_x": "i64",
             "stride_out": "i64", "seg_len": "i32", "k_scalar": "i64", "fill": "fp32",
-            "max_cands": "fp32", "cutoff_ptr": "*i32", "cand_val_ptr": "*fp32",
-            "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32",
-            "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "seg_before_ptr": "*i32",
-            "arrivals_ptr": "*i32", "out_ptr": f"*{ty}"},
-            dict(K_ARRAY=flags["K_ARRAY"], SAMPLE=sample, OVERSAMPLE=4.0, BLOCK=block,
-                 BLOCK_CAND=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, DENSE=1024),
-            target, 8)
+            "max_cands": "fp32", "ws_i_ptr": "*i32", "ws_f_ptr": "*fp32", "out_ptr": f"*{ty}"},
+            dict(one, K_ARRAY=flags["K_ARRAY"]), target, 8)
+    if flags["SELECT"]:
+        for sorted_ in (False, True):
+            out[f"one_launch_select_{sorted_}"] = _compile(one_launch.one_launch_select_kernel, {
+                "x_ptr": f"*{ty}", "V": "i32", "stride_x": "i64", "seg_len": "i32", "k": "i32",
+                "max_cands": "fp32", "ws_i_ptr": "*i32", "ws_f_ptr": "*fp32",
+                "sel_val_ptr": f"*{ty}", "sel_idx_ptr": "*i64"},
+                dict(one, SMALLEST=flags["SMALLEST"], SORTED=sorted_,
+                     K_P2=one_launch.SORT_MAX if sorted_ else 16), target, 8)
     if flags["HAS_P"] and not flags["SELECT"]:
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",

@@ -9,7 +9,11 @@ from dataclasses import dataclass
 import torch
 
 from qrita.backends.triton import fastlaunch
-from qrita.backends.triton.one_launch import one_launch_topk_mask_kernel
+from qrita.backends.triton.one_launch import (
+    SORT_MAX,
+    one_launch_select_kernel,
+    one_launch_topk_mask_kernel,
+)
 from qrita.backends.triton.pipeline import (
     candidates_kernel,
     cutoff_kernel,
@@ -24,7 +28,8 @@ from qrita.backends.triton.wide import (
     wide_search_kernel,
 )
 
-__all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "interpreting"]
+__all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "launch_select_one",
+           "one_launch", "interpreting"]
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
 WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage for rows its band missed
@@ -109,7 +114,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     if interpret:
         block, seg_min, max_segs, cap, sample, dense = 128, 256, 64, 256, 128, 64
         block_cand, warps_cand, sparse = 128, 4, 4
-        block_wide, warps_wide = 128, 2
+        block_wide, warps_wide, sparse_wide = 128, 2, -1
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -117,6 +122,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # benchmarks/tune_launch.py --stage cand / wide)
         block_cand, warps_cand, sparse = 512, 2, 8
         block_wide, warps_wide = (256, 2) if dtype == torch.float32 else (256, 1)
+        # the band's tiles hold ~6 candidates each: one prefix sum beats the one-by-one append
+        # (tune_launch.py --stage wide_sparse, BENCHMARKS.md fifth section: 0 fastest everywhere)
+        sparse_wide = 0
         block_cand, warps_cand = _table_override("cand", (block_cand, warps_cand))
         block_wide, warps_wide = _table_override("wide", (block_wide, warps_wide))
     block = min(block, next_pow2(vocab))
@@ -132,7 +140,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           warps_stream=4, warps_search=8, dense=dense,
                           block_cand=min(block_cand, block), warps_cand=warps_cand, sparse=sparse,
                           band_sample=band_sample, block_wide=min(block_wide, block),
-                          warps_wide=warps_wide)
+                          warps_wide=warps_wide, sparse_wide=sparse_wide)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -239,34 +247,77 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     return cand_val, cand_idx, seg_i, seg_before, row_info
 
 
-ONE_LAUNCH_MAX_BATCH = 16  # batches up to this size may take the one-launch top-k mask
+ONE_LAUNCH_MAX_BATCH = 16  # batches up to this size may take the one-launch kernels
 
 
-def _one_launch(batch: int, k, p, x: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether a mask call takes :func:`_launch_topk_mask_one`: opt-in (``QRITA_ONE_LAUNCH=1``,
-    not yet validated on a GPU), top-k alone, a small batch, out of place."""
-    return (os.environ.get("QRITA_ONE_LAUNCH", "0") == "1" and p is None and k is not None
-            and batch <= ONE_LAUNCH_MAX_BATCH and out.data_ptr() != x.data_ptr())
+def one_launch(batch: int, x: torch.Tensor) -> bool:
+    """Whether a small-batch call takes a one-launch kernel (:mod:`.one_launch`): a batch of at
+    most 16 rows, on a GPU and not while a CUDA graph is being captured (``QRITA_ONE_LAUNCH``:
+    ``auto``, the default; ``1`` always, the interpreter included; ``0`` never). The callers add
+    their own conditions (top-k alone, out of place, no ``stats``).
+
+    Eager calls at B <= 16 are bound by the host's launches, so one launch is faster (H200: 75-105
+    vs 122-140 µs for masks, BENCHMARKS.md fifth section); a graph replay has no launch cost and
+    the pipeline's kernels are faster on the device (32-56 vs 38-104 µs), so a capture takes
+    those. Both give the same answer (top-k's does not depend on the path).
+    """
+    if batch > ONE_LAUNCH_MAX_BATCH:
+        return False
+    choice = os.environ.get("QRITA_ONE_LAUNCH", "auto")
+    if choice == "auto":
+        return x.is_cuda and not torch.cuda.is_current_stream_capturing()
+    return choice == "1"
+
+
+@functools.lru_cache(maxsize=1024)
+def one_launch_words(batch: int, cfg: PipelineConfig) -> int:
+    """int32 words of the one-launch kernels' zeroed scratch (``one_launch.scratch``)."""
+    return batch * (2 * cfg.cap + 14 * cfg.nseg + 22)
+
+
+@functools.lru_cache(maxsize=1024)
+def _one_plan(cfg: PipelineConfig, k_array: bool | None) -> dict:
+    """Constexprs and launch options shared by the one-launch kernels (``K_ARRAY`` unless
+    ``k_array`` is None: the selection kernel takes a scalar k)."""
+    return dict(SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample, BLOCK=cfg.block,
+                BLOCK_CAND=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg,
+                NSEG_P2=cfg.nseg_p2, SPARSE=cfg.sparse, DENSE=min(cfg.dense, cfg.cap),
+                num_warps=cfg.warps_search, **({} if k_array is None else {"K_ARRAY": k_array}))
 
 
 def _launch_topk_mask_one(x: torch.Tensor, out: torch.Tensor, k, fill: float,
-                          cfg: PipelineConfig, row_info: torch.Tensor | None) -> torch.Tensor:
-    """Top-k mask of a small batch in one kernel launch (plus the zeroing of B arrival counters):
+                          cfg: PipelineConfig) -> torch.Tensor:
+    """Top-k mask of a small batch in one kernel launch (plus the zeroing of its scratch):
     :mod:`qrita.backends.triton.one_launch`."""
     batch, vocab = x.shape
-    ws = _workspace(batch, cfg, x.device, row_info, wide=False)
-    arrivals = torch.zeros(batch, dtype=torch.int32, device=x.device)
+    ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
     k_array = isinstance(k, torch.Tensor)
     launch(one_launch_topk_mask_kernel, (batch, cfg.nseg),
-           x, k if k_array else ws["seg_i"],
-           vocab, x.stride(0), out.stride(0), cfg.seg_len, 0 if k_array else int(k),
-           float(fill), cfg.max_cands,
-           ws["cutoff"], ws["cand_val"], ws["cand_idx"], ws["seg_f"], ws["seg_i"],
-           ws["row_info"], ws["row_f"], ws["seg_before"], arrivals, out,
-           K_ARRAY=k_array, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample, BLOCK=cfg.block,
-           BLOCK_CAND=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
-           SPARSE=cfg.sparse, DENSE=min(cfg.dense, cfg.cap), num_warps=cfg.warps_search)
+           x, k if k_array else ws, vocab, x.stride(0), out.stride(0), cfg.seg_len,
+           0 if k_array else int(k), float(fill), cfg.max_cands, ws, ws.view(torch.float32), out,
+           **_one_plan(cfg, k_array))
     return out
+
+
+def launch_select_one(x: torch.Tensor, k: int, *, smallest: bool, sorted: bool,
+                      config: PipelineConfig | None = None):
+    """:func:`launch_select` of a small batch in one launch (plus the zeroing of its scratch);
+    ``sorted`` orders each row by rank inside the kernel (k <= SORT_MAX), else index order.
+
+    Returns values (B, k) of x's dtype and indices (B, k) int64.
+    """
+    batch, vocab = x.shape
+    if sorted and k > SORT_MAX:
+        raise ValueError(f"k={k} exceeds the in-kernel sort's {SORT_MAX}")
+    cfg = config or pipeline_config(vocab, x.dtype)
+    sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
+    sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
+    ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
+    launch(one_launch_select_kernel, (batch, cfg.nseg),
+           x, vocab, x.stride(0), cfg.seg_len, k, cfg.max_cands, ws, ws.view(torch.float32),
+           sel_val, sel_idx, SMALLEST=smallest, SORTED=sorted,
+           K_P2=max(16, next_pow2(k)) if sorted else 16, **_one_plan(cfg, None))
+    return sel_val, sel_idx
 
 
 def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
@@ -280,8 +331,9 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     """
     batch, vocab = x.shape
     cfg = config or pipeline_config(vocab, x.dtype)
-    if _one_launch(batch, k, p, x, out):
-        return _launch_topk_mask_one(x, out, k, fill, cfg, row_info)
+    if (p is None and k is not None and row_info is None and out.data_ptr() != x.data_ptr()
+            and one_launch(batch, x)):
+        return _launch_topk_mask_one(x, out, k, fill, cfg)
     cand_val, cand_idx, seg_i, seg_before, row_info = _search(
         x, k, p, cfg, smallest=False, select=False, out=out, sel_val=None, sel_idx=None,
         fill=fill, row_info=row_info)

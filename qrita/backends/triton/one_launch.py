@@ -1,17 +1,21 @@
-"""``@triton.jit`` kernel of the one-launch top-k mask for small batches (docs/algorithm.md §8,
-"one launch for small batches"). Imports triton only.
+"""``@triton.jit`` kernels of the one-launch small-batch paths (docs/algorithm.md §8, "one launch
+for small batches"). Imports triton only.
 
-``one_launch_topk_mask_kernel``, grid (B, S): every program runs the pipeline's steps for its
-segment (the row's σ-cutoff from the same first-tile sample, pass A), writes ``fill`` over its
-segment of the output and then counts itself in, on an integer arrival counter per row. The
-program that arrives last (which one varies from run to run; what it does does not) merges the
-segments in their fixed order (the threshold kernel's body: search, tie counting, or the exact
-full-row fallback, which writes the row itself) and writes the kept candidates over the fill.
+``one_launch_topk_mask_kernel`` and ``one_launch_select_kernel``, grid (B, S): every program runs
+the pipeline's steps for its segment (the row's σ-cutoff from the same first-tile sample, pass A;
+the mask also writes ``fill`` over its segment of the output) and then counts itself in, on an
+integer arrival counter per row. The program that arrives last (which one varies from run to run;
+what it does does not) merges the segments in their fixed order (the threshold kernel's body:
+search, tie counting, or the exact full-row fallback) and writes the result: the kept candidates
+over the fill (mask), or the selection in index order, then, when SORTED, sorted by rank.
 No floating-point atomics and no spin-waits: no program waits for another.
 
-Top-k only (top-k's answer is exact whatever path a row takes, so a row's mask does not depend
-on whether its batch took this launch); out of place only (the fallback reads the row after the
-other programs have written their fill).
+Top-k only (top-k's answer is exact whatever path a row takes, so a row's result does not depend
+on whether its batch took this launch); the mask out of place only (the fallback reads the row
+after the other programs have written their fill).
+
+Scratch: one int32 buffer (``ws_i_ptr``, and ``ws_f_ptr``, the same memory as float32), zero on
+entry, laid out by :func:`scratch` (host side: ``launch.one_launch_words``).
 """
 
 import triton
@@ -24,15 +28,46 @@ from qrita.backends.triton.pipeline import (
     segment_kept,
     threshold_kernel,
 )
+from qrita.backends.triton.primitives import rank_key
+
+SORT_MAX = 1024  # largest k the selection kernel sorts in registers (host-side limit)
+INT64_MIN: tl.constexpr = tl.constexpr(-(2**63))
+
+
+@triton.jit
+def scratch(ws_i_ptr, ws_f_ptr, B, nseg, CAP: tl.constexpr):
+    """The pipeline's scratch parts inside one zeroed int32 buffer of
+    B x (CAP x 2 + nseg x 14 + 22) words, in this order: candidate values (B x CAP, float32) and
+    indices (B x CAP), segment floats (B x S x 4) and ints (B x S x 8), ties / kept before each
+    segment (B x S x 2), row floats (B x 4), row ints (B x 16), cutoff keys (B), arrival
+    counters (B)."""
+    cand_val = ws_f_ptr
+    cand_idx = ws_i_ptr + B * CAP
+    small = 2 * B * CAP + 14 * B * nseg  # after the candidates and the per-segment parts
+    seg_f = ws_f_ptr + 2 * B * CAP
+    seg_i = ws_i_ptr + 2 * B * CAP + 4 * B * nseg
+    seg_before = ws_i_ptr + 2 * B * CAP + 12 * B * nseg
+    row_f = ws_f_ptr + small
+    row_i = ws_i_ptr + small + 4 * B
+    cutoff = ws_i_ptr + small + 20 * B
+    arrivals = ws_i_ptr + small + 21 * B
+    return cutoff, cand_val, cand_idx, seg_f, seg_i, seg_before, row_f, row_i, arrivals
+
+
+@triton.jit
+def arrive_last(arrivals_ptr, row, nseg):
+    """Count this program in on its row's counter after all its threads' writes (release); True
+    for the last of the row's nseg programs, which then sees every program's writes (acquire)."""
+    tl.debug_barrier()
+    arrived = tl.atomic_add(arrivals_ptr + row, 1, sem="acq_rel", scope="gpu")
+    return arrived == nseg - 1
 
 
 @triton.jit
 def one_launch_topk_mask_kernel(
     x_ptr, k_ptr,
     V, stride_x, stride_out, seg_len, k_scalar, fill, max_cands,
-    cutoff_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, row_i_ptr, row_f_ptr,
-    seg_before_ptr, arrivals_ptr,
-    out_ptr,
+    ws_i_ptr, ws_f_ptr, out_ptr,
     K_ARRAY: tl.constexpr, SAMPLE: tl.constexpr, OVERSAMPLE: tl.constexpr,
     BLOCK: tl.constexpr, BLOCK_CAND: tl.constexpr, CAP_SEG: tl.constexpr,
     NSEG_P2: tl.constexpr, SPARSE: tl.constexpr, DENSE: tl.constexpr,
@@ -40,14 +75,16 @@ def one_launch_topk_mask_kernel(
     """Top-k mask of (B, V) rows in one launch.
 
     x_ptr : (B, V) logits, unit stride along V; k_ptr : (B,) integer when K_ARRAY
-    cutoff_ptr ... seg_before_ptr : the pipeline's scratch (launch.py ``_workspace``)
-    arrivals_ptr : (B,) int32, zero on entry (programs of a row counted in; left at S)
+    ws_i_ptr / ws_f_ptr : the zeroed scratch words (:func:`scratch`), as int32 / float32
     out_ptr : (B, V) output, not aliasing x_ptr
     """
     row = tl.program_id(0)
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
     row64 = (row * 0).to(tl.int64) + row
+    cutoff_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, row_f_ptr, \
+        row_i_ptr, arrivals_ptr = scratch(ws_i_ptr, ws_f_ptr, tl.num_programs(0), nseg,
+                                          NSEG_P2 * CAP_SEG)
     # steps 2-3 for this segment; every program of the row computes (and stores) the same cutoff
     cutoff_kernel(x_ptr, k_ptr, x_ptr, V, stride_x, k_scalar, 0.0, max_cands, cutoff_ptr,
                   True, K_ARRAY, False, False, False, SAMPLE, OVERSAMPLE)
@@ -61,11 +98,8 @@ def one_launch_topk_mask_kernel(
     for off in range(0, seg_len, BLOCK):
         offs = seg * seg_len + off + tl.arange(0, BLOCK)
         tl.store(row_o + offs, fill_block, mask=offs < V)
-    # every thread's candidates, statistics and fill are written before the row's counter moves
-    # (release); the last program reads them after it (acquire)
-    tl.debug_barrier()
-    arrived = tl.atomic_add(arrivals_ptr + row, 1, sem="acq_rel", scope="gpu")
-    if arrived == nseg - 1:
+    # candidates, statistics and fill are written before the row's counter moves
+    if arrive_last(arrivals_ptr, row, nseg):
         tl.debug_barrier()
         threshold_kernel(x_ptr, k_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
                          V, stride_x, stride_out, k_scalar, 0.0, fill, nseg, 0.0,
@@ -87,3 +121,85 @@ def one_launch_topk_mask_kernel(
                 valid = offs < V
                 tl.store(row_o + offs, tl.load(row_x + offs, mask=valid), mask=valid)
         # mode 2: the fallback wrote the row
+
+
+@triton.jit
+def sort_selection(row_x, sel_val, sel_idx, k, SMALLEST: tl.constexpr, K_P2: tl.constexpr):
+    """Reorder one row's k selected entries (index order) by rank: value order, lower index first
+    among equal values, NaN last (the oracle's order), in registers (k <= K_P2 <= SORT_MAX).
+
+    Each entry packs into one int64, rank key x 2^32 + (2^32 - 1 - index), so a descending sort
+    of distinct integers gives the order; the values are re-read from the row (exact bits)."""
+    j = tl.arange(0, K_P2)
+    valid = j < k
+    idx = tl.load(sel_idx + j, mask=valid, other=0)
+    key = rank_key(tl.load(sel_val + j, mask=valid, other=0.0).to(tl.float32), SMALLEST)
+    packed = key.to(tl.int64) * 4294967296 + (4294967295 - idx)
+    packed = tl.where(valid, packed, INT64_MIN)
+    ordered = tl.sort(packed, descending=True)
+    idx = 4294967295 - (ordered & 4294967295)
+    idx = tl.where(valid, idx, 0)
+    val = tl.load(row_x + idx, mask=valid)
+    tl.debug_barrier()  # every thread has read the unsorted selection
+    tl.store(sel_val + j, val, mask=valid)
+    tl.store(sel_idx + j, idx, mask=valid)
+
+
+@triton.jit
+def one_launch_select_kernel(
+    x_ptr,
+    V, stride_x, seg_len, k, max_cands,
+    ws_i_ptr, ws_f_ptr, sel_val_ptr, sel_idx_ptr,
+    SMALLEST: tl.constexpr, SORTED: tl.constexpr, K_P2: tl.constexpr,
+    SAMPLE: tl.constexpr, OVERSAMPLE: tl.constexpr, BLOCK: tl.constexpr,
+    BLOCK_CAND: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
+    SPARSE: tl.constexpr, DENSE: tl.constexpr,
+):
+    """The first k entries of each of B rows' order (1 <= k <= V) in one launch: in index order,
+    or by rank when SORTED (then k <= K_P2 <= SORT_MAX).
+
+    x_ptr : (B, V) values, unit stride along V
+    ws_i_ptr / ws_f_ptr : the zeroed scratch words (:func:`scratch`), as int32 / float32
+    sel_val_ptr : (B, k) x's dtype; sel_idx_ptr : (B, k) int64
+    """
+    row = tl.program_id(0)
+    nseg = tl.num_programs(1)
+    row64 = (row * 0).to(tl.int64) + row
+    cutoff_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, row_f_ptr, \
+        row_i_ptr, arrivals_ptr = scratch(ws_i_ptr, ws_f_ptr, tl.num_programs(0), nseg,
+                                          NSEG_P2 * CAP_SEG)
+    cutoff_kernel(x_ptr, x_ptr, x_ptr, V, stride_x, k, 0.0, max_cands, cutoff_ptr,
+                  True, False, False, False, SMALLEST, SAMPLE, OVERSAMPLE)
+    tl.debug_barrier()  # the cutoff this program stored is what it loads next
+    candidates_kernel(x_ptr, x_ptr, x_ptr, cutoff_ptr, V, stride_x, seg_len, k, 0.0,
+                      cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+                      True, False, False, False, SMALLEST, BLOCK_CAND, CAP_SEG, NSEG_P2, SPARSE)
+    if arrive_last(arrivals_ptr, row, nseg):
+        tl.debug_barrier()
+        # mode 2 rows: the full-row fallback writes the selection (index order) itself
+        threshold_kernel(x_ptr, x_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+                         V, stride_x, 0, k, 0.0, 0.0, nseg, 0.0,
+                         x_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
+                         True, False, False, False, SMALLEST, True, False, BLOCK, CAP_SEG,
+                         NSEG_P2, DENSE, 16)
+        tl.debug_barrier()  # the row's mode, T, budget and per-segment counts are written
+        mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
+        sel_val = sel_val_ptr + row64 * k
+        sel_idx = sel_idx_ptr + row64 * k
+        if mode == 1:  # the kept candidates at their ranks in index order
+            for s in range(0, nseg):
+                cx, cidx, kept, kept_rank = segment_kept(
+                    cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_ptr, row64, s,
+                    nseg, CAP_SEG, NSEG_P2, SMALLEST)
+                tl.store(sel_val + kept_rank, cx.to(sel_val_ptr.dtype.element_ty), mask=kept)
+                tl.store(sel_idx + kept_rank, cidx.to(tl.int64), mask=kept)
+        elif mode == 0:  # k == V: every entry
+            row_x = x_ptr + row64 * stride_x
+            for off in range(0, V, BLOCK):
+                offs = off + tl.arange(0, BLOCK)
+                valid = offs < V
+                tl.store(sel_val + offs, tl.load(row_x + offs, mask=valid), mask=valid)
+                tl.store(sel_idx + offs, offs.to(tl.int64), mask=valid)
+        if SORTED:
+            tl.debug_barrier()  # the whole selection is written
+            sort_selection(x_ptr + row64 * stride_x, sel_val, sel_idx, k, SMALLEST, K_P2)

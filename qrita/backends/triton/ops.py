@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import torch
 
-from qrita.backends.triton.launch import ROW_INFO, interpreting, launch_mask, launch_select
+from qrita.backends.triton.launch import (
+    ROW_INFO,
+    interpreting,
+    launch_mask,
+    launch_select,
+    launch_select_one,
+    one_launch,
+)
+from qrita.backends.triton.one_launch import SORT_MAX
 
 __all__ = ["top_k_top_p_mask", "top_k", "rank_keys", "SUPPORTED_DTYPES", "STATS_WIDTH"]
 
@@ -105,6 +113,9 @@ def top_k(x: torch.Tensor, k: int, *, mode: str = "largest", sorted: bool = True
     smallest = mode == "smallest"
     if x.dtype in SUPPORTED_DTYPES:
         src = x if x.stride(-1) == 1 else x.contiguous()
+        if one_launch(src.shape[0], src) and (not sorted or k <= SORT_MAX):
+            # a small batch: one kernel, which also sorts the k survivors in registers
+            return launch_select_one(src, k, smallest=smallest, sorted=sorted)
         if not sorted:
             return launch_select(src, k, smallest=smallest)
         # the kernel also writes each survivor's rank key: one stable sort of k int32 keys
