@@ -6,7 +6,8 @@
 * ``flashinfer``: FlashInfer's fused kernels, only where the package imports (CUDA only).
 
 Every entry point has the same shape as the qrita call it is compared with:
-``mask(logits, k, p) -> tensor`` and ``select(x, k) -> (values, indices)``.
+``mask(logits, k, p) -> tensor``, ``select(x, k) -> (values, indices)`` and
+``sample(logits, k, p) -> token ids (B,)``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ __all__ = [
     "flashinfer_available",
     "flashinfer_mask",
     "flashinfer_topk",
+    "torch_sort_sample",
+    "flashinfer_sample",
     "MASK_IMPLS",
     "SELECT_IMPLS",
+    "SAMPLE_IMPLS",
 ]
 
 
@@ -73,6 +77,15 @@ def torch_topk(x: torch.Tensor, k: int):
     """``torch.topk`` along the last axis, sorted (tie order unspecified)."""
     r = torch.topk(x, k, dim=-1, largest=True, sorted=True)
     return r.values, r.indices
+
+
+def torch_sort_sample(logits: torch.Tensor, k=None, p=None) -> torch.Tensor:
+    """One token per row from the top-k / top-p filtered softmax, the textbook way: the sort-based
+    mask above, a float32 softmax, then an exponential race (the token maximising prob / E with
+    E ~ Exp(1) per entry, drawn from torch's default generator: a sample from the softmax)."""
+    probs = torch.softmax(torch_sort_mask(logits, k, p).float(), dim=-1)
+    race = torch.empty_like(probs).exponential_()
+    return torch.argmax(probs / race, dim=-1)
 
 
 # --------------------------------------------------------------------------------------- FlashInfer
@@ -129,6 +142,23 @@ def flashinfer_topk(x: torch.Tensor, k: int):
     return fi.top_k(x, k, sorted=True)
 
 
+def flashinfer_sample(logits: torch.Tensor, k=None, p=None) -> torch.Tensor:
+    """FlashInfer's samplers (rejection sampling): ``top_k_top_p_sampling_from_logits`` when both
+    filters are on, else ``top_k_sampling_from_probs`` / ``top_p_sampling_from_probs`` after a
+    float32 softmax (included in the time), as its API takes probabilities there."""
+    fi = _flashinfer()
+    if fi is None:
+        raise RuntimeError(f"flashinfer unavailable: {_FI_ERR}")
+    if k is not None and p is not None:
+        return fi.sampling.top_k_top_p_sampling_from_logits(logits, k, p)
+    probs = torch.softmax(logits.float(), dim=-1)
+    if k is not None:
+        return fi.sampling.top_k_sampling_from_probs(probs, k)
+    if p is not None:
+        return fi.sampling.top_p_sampling_from_probs(probs, p)
+    return fi.sampling.sampling_from_probs(probs)
+
+
 #: name -> (callable, what its output is: "logits" = masked logits, "probs" = kept where > 0)
 MASK_IMPLS = {
     "torch_sort": (torch_sort_mask, "logits"),
@@ -137,4 +167,8 @@ MASK_IMPLS = {
 SELECT_IMPLS = {
     "torch_sort": torch_topk,
     "flashinfer": flashinfer_topk,
+}
+SAMPLE_IMPLS = {
+    "torch_sort": torch_sort_sample,
+    "flashinfer": flashinfer_sample,
 }

@@ -36,7 +36,7 @@ from benchmarks import baselines
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ------------------------------------------------------------------------------------------ grid
-DEFAULT_OPS = ["masks", "top_k"]
+DEFAULT_OPS = ["masks", "top_k", "sample"]
 DEFAULT_BATCH = [1, 8, 64, 256, 1024]
 DEFAULT_VOCAB = [32768, 131072, 262144]
 DEFAULT_DTYPES = ["float32", "bfloat16"]
@@ -65,6 +65,8 @@ MASK_SCENARIOS = {
 }
 #: selection scenarios: (name, k)
 SELECT_SCENARIOS = [("k50", 50), ("k1000", 1000)]
+#: the sampler's seed (qrita.sample's tokens are then reproducible: checked against the reference)
+SAMPLE_SEED = 20261130
 
 CSV_COLUMNS = [
     "device",
@@ -107,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Benchmark qrita top-k / top-p masks and top-k selection against peers (CUDA).",
     )
     ap.add_argument("--ops", type=_csv_list(str), default=None,
-                    help="comma list of: masks, top_k (default: both)")
+                    help="comma list of: masks, top_k, sample (default: all three)")
     ap.add_argument("--batch", type=_csv_list(int), default=None,
                     help="comma list of batch sizes (default 1,8,64,256,1024)")
     ap.add_argument("--vocab", type=_csv_list(int), default=None,
@@ -159,8 +161,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     a.rep = a.rep if a.rep is not None else (20.0 if q else 50.0)
     errors = []
     for op in a.ops:
-        if op not in ("masks", "top_k"):
-            errors.append(f"unknown op {op!r} (masks, top_k)")
+        if op not in ("masks", "top_k", "sample"):
+            errors.append(f"unknown op {op!r} (masks, top_k, sample)")
     for w in a.workloads:
         if w not in MASK_SCENARIOS:
             errors.append(f"unknown workload {w!r} (zipf, gaussian)")
@@ -180,7 +182,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 @dataclass(frozen=True)
 class Cell:
-    op: str  # "masks" | "top_k"
+    op: str  # "masks" | "top_k" | "sample"
     workload: str
     scenario: str
     B: int
@@ -206,6 +208,10 @@ def grid_cells(args) -> list[Cell]:
                         for name, k in SELECT_SCENARIOS:
                             if (want is None or name in want) and k <= V:
                                 out.append(Cell("top_k", w, name, B, V, dt, k, None))
+                    if "sample" in args.ops:
+                        for name, k, p in MASK_SCENARIOS[w]:
+                            if want is None or name in want:
+                                out.append(Cell("sample", w, name, B, V, dt, k, p))
     return out
 
 
@@ -383,6 +389,34 @@ def check_topk(x: np.ndarray, values: np.ndarray, indices: np.ndarray, k: int,
     if not np.array_equal(np.take_along_axis(x, indices, axis=-1), values):
         return False, "values do not match their indices"
     return True, "set only (order not checked)"
+
+
+def sample_reference(x: np.ndarray, k, p) -> tuple[np.ndarray, np.ndarray]:
+    """(kept, tokens) of rows ``x`` (n, V): the oracle's keep-mask (the sampler's support) and
+    the NumPy reference sampler's tokens for ``SAMPLE_SEED`` (offset 0), which qrita's GPU sampler
+    must reproduce."""
+    from qrita.reference import sampling as ref_sampling
+
+    kept = _oracle().keep_mask(x, k, p)
+    tokens = np.asarray(ref_sampling.sample(x, k, p, seed=SAMPLE_SEED, offset=0)).reshape(-1)
+    return kept, tokens.astype(np.int64)
+
+
+def check_tokens(tokens: np.ndarray, ref: tuple[np.ndarray, np.ndarray],
+                 exact: bool) -> tuple[bool, str]:
+    """Sampled token ids (n,) against :func:`sample_reference`: every token inside its row's kept
+    set (all implementations), and, when ``exact`` (qrita, seeded), equal to the reference's."""
+    kept, want = ref
+    if tokens.shape != want.shape:
+        return False, f"shape {tokens.shape}, expected {want.shape}"
+    rows = np.arange(tokens.shape[0])
+    inside = (tokens >= 0) & (tokens < kept.shape[1])
+    inside[inside] = kept[rows[inside], tokens[inside]]
+    if not inside.all():
+        return False, f"rows {rows[~inside].tolist()}: token outside the kept set"
+    if exact and not np.array_equal(tokens, want):
+        return False, f"rows {rows[tokens != want].tolist()}: token differs from the reference's"
+    return True, "" if exact else "support only (random draw)"
 
 
 def _short(e, n=160) -> str:
@@ -582,7 +616,7 @@ def _qrita_op(op: str):
     """qrita's function for an op, or raise with why it is unavailable."""
     import qrita
 
-    return qrita.top_k_top_p_mask if op == "masks" else qrita.top_k
+    return {"masks": qrita.top_k_top_p_mask, "top_k": qrita.top_k, "sample": qrita.sample}[op]
 
 
 def _out_bytes(out) -> int:
@@ -748,6 +782,16 @@ def _impl_fn(cell: Cell, impl: str, x, k_arg, p_arg):
                 raise _Skip(f"flashinfer unavailable ({why})")
             kind = "logits" if cell.p is None else "probs"  # softmax in float32 when p is given
         return (lambda: fn(x, k_arg, p_arg)), kind
+    if cell.op == "sample":
+        if impl == "qrita":
+            f = _qrita_op("sample")
+            return (lambda: f(x, k=k_arg, p=p_arg, seed=SAMPLE_SEED)), "tokens"
+        if impl == "flashinfer":
+            ok, why = baselines.flashinfer_available()
+            if not ok:
+                raise _Skip(f"flashinfer unavailable ({why})")
+        fn = baselines.SAMPLE_IMPLS[impl]
+        return (lambda: fn(x, k_arg, p_arg)), "tokens"
     if impl == "qrita":
         f = _qrita_op("top_k")
         return (lambda: f(x, cell.k)), "topk"
@@ -774,9 +818,9 @@ def run_cell(st: RunState, cell: Cell, x, x_check: np.ndarray | None, rows_idx, 
     torch = _torch()
     a = st.args
     esize = x.element_size()
-    nbytes = cell.B * cell.V * esize * (2 if cell.op == "masks" else 1)
+    nbytes = cell.B * cell.V * esize * (2 if cell.op == "masks" else 1)  # selection, sampling: 1 read
     floor_us = nbytes / st.bw * 1e6
-    if a.per_row and cell.op == "masks":
+    if a.per_row and cell.op in ("masks", "sample"):
         k_arg = None if cell.k is None else torch.full((cell.B,), cell.k, dtype=torch.int64, device=x.device)
         p_arg = None if cell.p is None else torch.full((cell.B,), cell.p, dtype=torch.float32, device=x.device)
     else:
@@ -786,6 +830,8 @@ def run_cell(st: RunState, cell: Cell, x, x_check: np.ndarray | None, rows_idx, 
         key = (cell.op, cell.workload, cell.B, cell.V, cell.dtype, cell.k, cell.p)
         if cell.op == "top_k":
             ref = st.oracle.get(key, lambda: _oracle().top_k(x_check, cell.k))
+        elif cell.op == "sample":
+            ref = st.oracle.get(key, lambda: sample_reference(x_check, cell.k, cell.p))
         else:
             ref = st.oracle.get(key, lambda: _oracle().top_k_top_p_mask(x_check, cell.k, cell.p))
     for impl in a.impls:
@@ -811,7 +857,10 @@ def run_cell(st: RunState, cell: Cell, x, x_check: np.ndarray | None, rows_idx, 
             if x_check is not None:
                 t0 = time.perf_counter()
                 try:
-                    if kind == "topk":
+                    if kind == "tokens":
+                        ok, note = check_tokens(out[rows_idx].cpu().numpy().astype(np.int64),
+                                                ref, exact=(impl == "qrita"))
+                    elif kind == "topk":
                         vals, idx = out[0], out[1]
                         ok, note = check_topk(
                             x_check, vals[rows_idx].float().cpu().numpy(),
@@ -841,7 +890,10 @@ def run_cell(st: RunState, cell: Cell, x, x_check: np.ndarray | None, rows_idx, 
             row["floor_ratio"] = us / floor_us
             if a.graphs and not _CPU_DEBUG and not slow:
                 try:
-                    g_us, g_note = time_graph_us(fn, a.warmup, a.rep, expect=out)
+                    # a peer's sampler draws fresh random numbers per call: no replay comparison
+                    random_out = kind == "tokens" and impl != "qrita"
+                    g_us, g_note = time_graph_us(fn, a.warmup, a.rep,
+                                                 expect=None if random_out else out)
                     row["us_graph"] = g_us
                     if g_note:
                         notes.append(g_note)

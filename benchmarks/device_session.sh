@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
-# all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths)
+# all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -25,7 +25,7 @@ if [[ $stage == smoke ]]; then
   timeout 280 python3 benchmarks/smoke_gpu.py 2>&1 | tee "$OUT/smoke.log"
 fi
 if [[ $stage == bench || $stage == final ]]; then
-  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --vocab 131072 --dtypes float32,bfloat16 \
+  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --ops "${BENCH_OPS:-masks,top_k}" --vocab 131072 --dtypes float32,bfloat16 \
     --batch "${BENCH_B:-1,8,64,256,1024}" \
     --graphs --plot --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench.log" 2>&1
   echo "bench exit $?"; tail -c 3500 "$OUT/bench.log"
@@ -78,13 +78,22 @@ if [[ $stage == fifth ]]; then  # one-launch top_k + masks by default at B <= 16
     | tee "$OUT/pytest_gpu_fifth.log" | grep -E "passed|failed|^FAILED|^E " | cut -c1-300 | tail -25
   timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
     | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -45
-  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --vocab 131072 --dtypes float32,bfloat16 \
+  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --ops "${BENCH_OPS:-masks,top_k}" --vocab 131072 --dtypes float32,bfloat16 \
     --batch "${BENCH_B:-1,8,64,1024}" --graphs --plot --warmup 5 --rep 25 --check-rows 4 \
     --no-progress > "$OUT/bench.log" 2>&1
   echo "bench exit $?"; tail -c 5000 "$OUT/bench.log"
 fi
+if [[ $stage == sampler ]]; then  # issue 6: the sampler's GPU tests not yet run, then its benchmark
+  timeout "${TESTS_S:-240}" python3 -m pytest -v -m gpu -p no:cacheprovider -rf --tb=short --timeout 150 \
+    tests/test_triton_sampling.py --deselect "tests/test_triton_sampling.py::test_gpu_real_shapes" 2>&1 \
+    | tee "$OUT/pytest_gpu_sampler.log" | grep -E "PASSED|FAILED|ERROR|^E |passed|failed" | cut -c1-220 | tail -30
+  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --ops sample --vocab 131072 \
+    --dtypes float32,bfloat16 --batch "${BENCH_B:-1,8,64,1024}" --graphs --plot --warmup 5 --rep 25 \
+    --check-rows 4 --no-progress > "$OUT/bench_sampler.log" 2>&1
+  echo "bench exit $?"; tail -c 4000 "$OUT/bench_sampler.log"
+fi
 if [[ $stage == resume ]]; then
-  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --vocab 131072 --dtypes float32,bfloat16 \
+  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --ops "${BENCH_OPS:-masks,top_k}" --vocab 131072 --dtypes float32,bfloat16 \
     --batch "${BENCH_B:-1,8,64,256,1024}" --graphs --plot --warmup 5 --rep 25 --check-rows 4 \
     --no-progress > "$OUT/bench.log" 2>&1
   echo "bench exit $?"; tail -c 3500 "$OUT/bench.log"

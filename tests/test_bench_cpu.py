@@ -18,7 +18,7 @@ from qrita.reference import oracle  # noqa: E402
 # ------------------------------------------------------------------------------------ arguments
 def test_parse_defaults():
     a = bench.parse_args([])
-    assert a.ops == ["masks", "top_k"]
+    assert a.ops == ["masks", "top_k", "sample"]
     assert a.batch == [1, 8, 64, 256, 1024]
     assert a.vocab == [32768, 131072, 262144]
     assert a.dtypes == ["float32", "bfloat16"]
@@ -42,7 +42,7 @@ def test_parse_lists_and_quick():
     assert bench.parse_args(["--peers", ""]).impls == ["qrita"]
 
 
-@pytest.mark.parametrize("bad", [["--ops", "sample"], ["--dtypes", "int8"], ["--workloads", "x"],
+@pytest.mark.parametrize("bad", [["--ops", "sampling"], ["--dtypes", "int8"], ["--workloads", "x"],
                                  ["--peers", "vllm"], ["--batch", "0"], ["--batch", "a"]])
 def test_parse_rejects(bad, capsys):
     with pytest.raises(SystemExit):
@@ -51,8 +51,10 @@ def test_parse_rejects(bad, capsys):
 
 def test_grid_cells():
     cells = bench.grid_cells(bench.parse_args(["--quick"]))
-    # per (B): zipf 5 mask + 2 select, gaussian 3 mask + 2 select; quick has 2 batch sizes
-    assert len(cells) == 2 * (5 + 2 + 3 + 2)
+    # per (B): zipf 5 mask + 2 select + 5 sample, gaussian 3 mask + 2 select + 3 sample; quick
+    # has 2 batch sizes
+    assert len(cells) == 2 * (5 + 2 + 5 + 3 + 2 + 3)
+    assert {c.op for c in cells} == {"masks", "top_k", "sample"}
     names = {(c.workload, c.scenario) for c in cells}
     assert ("zipf", "topk100_topp0.9") in names and ("gaussian", "topp0.99") in names
     c = next(c for c in cells if c.scenario == "topk100_topp0.9")
@@ -240,7 +242,12 @@ def test_main_cpu_debug_end_to_end(tmp_path):
     (csv_path,) = list(tmp_path.glob("bench_*.csv"))
     with open(csv_path, newline="") as f:
         got = list(csv.DictReader(f))
-    assert len(got) == 2 * 3 * 3  # dtypes x scenarios x impls
+    assert len(got) == 2 * 5 * 3  # dtypes x (2 masks, 1 top_k, 2 sample scenarios) x impls
+    samples = [r for r in got if r["op"] == "sample"]
+    assert len(samples) == 2 * 2 * 3
+    # qrita's seeded tokens equal the reference's; the sort baseline's random draw is in support
+    assert all(r["correct"] == "yes" for r in samples if r["impl"] != "flashinfer"), \
+        [r["note"] for r in samples]
     ts = [r for r in got if r["impl"] == "torch_sort"]
     # the sort mask is exact (stable sort); torch.topk may break bf16 ties differently
     assert all(r["correct"] == "yes" for r in ts if r["op"] == "masks"), [r["note"] for r in ts]
@@ -249,6 +256,35 @@ def test_main_cpu_debug_end_to_end(tmp_path):
     assert all(float(r["speedup_vs_torch_sort"]) == 1.0 for r in ts)
     fi = [r for r in got if r["impl"] == "flashinfer"]
     assert all(r["correct"] in ("skip", "yes", "no") for r in fi)
+
+
+def test_check_tokens_support_and_exactness():
+    """A sampled token must lie in its row's kept set; qrita's (seeded) must also equal the
+    reference sampler's token."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(0.0, 2.0, size=(3, 40)).astype(np.float32)
+    kept, want = bench.sample_reference(x, 5, None)
+    assert kept.sum(axis=1).tolist() == [5, 5, 5] and all(kept[r, want[r]] for r in range(3))
+    assert bench.check_tokens(want, (kept, want), exact=True) == (True, "")
+    other = np.array([int(np.flatnonzero(kept[r] & (np.arange(40) != want[r]))[0])
+                      for r in range(3)])
+    ok, note = bench.check_tokens(other, (kept, want), exact=True)
+    assert not ok and "differs from the reference" in note
+    assert bench.check_tokens(other, (kept, want), exact=False)[0]
+    outside = want.copy()
+    outside[1] = int(np.flatnonzero(~kept[1])[0])
+    ok, note = bench.check_tokens(outside, (kept, want), exact=False)
+    assert not ok and "rows [1]" in note
+    assert not bench.check_tokens(np.array([0, 1, 99]), (kept, want), exact=False)[0]
+
+
+def test_torch_sort_sample_stays_in_the_kept_set():
+    rng = np.random.default_rng(6)
+    x_np = rng.normal(0.0, 2.0, size=(4, 64)).astype(np.float32)
+    kept = oracle.keep_mask(x_np, 7, 0.8)
+    for _ in range(20):
+        tok = baselines.torch_sort_sample(torch.from_numpy(x_np), 7, 0.8).numpy()
+        assert all(kept[r, tok[r]] for r in range(4))
 
 
 def test_slow_guard_and_commit_env(tmp_path, monkeypatch):
