@@ -87,10 +87,16 @@ if [[ $stage == sampler ]]; then  # issue 6: the sampler's GPU tests not yet run
   timeout "${TESTS_S:-240}" python3 -m pytest -v -m gpu -p no:cacheprovider -rf --tb=short --timeout 150 \
     tests/test_triton_sampling.py --deselect "tests/test_triton_sampling.py::test_gpu_real_shapes" 2>&1 \
     | tee "$OUT/pytest_gpu_sampler.log" | grep -E "PASSED|FAILED|ERROR|^E |passed|failed" | cut -c1-220 | tail -30
-  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --ops sample --vocab 131072 \
-    --dtypes float32,bfloat16 --batch "${BENCH_B:-1,8,64,1024}" --graphs --plot --warmup 5 --rep 25 \
-    --check-rows 4 --no-progress > "$OUT/bench_sampler.log" 2>&1
-  echo "bench exit $?"; tail -c 4000 "$OUT/bench_sampler.log"
+  timeout 200 python3 -m pytest -v -p no:cacheprovider --tb=short --timeout 180 \
+    "tests/test_triton_sampling.py::test_fused_sampler_matches_the_reference" 2>&1 \
+    | tee "$OUT/pytest_gpu_fused_sampler.log" | grep -E "PASSED|FAILED|^E |passed|failed" | cut -c1-220
+  for fused in 0 1; do  # the multi-call sampler, then the fused one (opt-in until measured)
+    QRITA_FUSED_SAMPLER=$fused timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT/fused_$fused" \
+      --ops sample --vocab 131072 --dtypes float32,bfloat16 --batch "${BENCH_B:-1,8,64,1024}" \
+      --peers "$([[ $fused == 0 ]] && echo torch_sort,flashinfer)" --graphs --warmup 5 --rep 25 \
+      --check-rows 4 --no-progress > "$OUT/bench_sampler_$fused.log" 2>&1
+    echo "bench fused=$fused exit $?"; tail -c 3000 "$OUT/bench_sampler_$fused.log"
+  done
 fi
 if [[ $stage == resume ]]; then
   timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --ops "${BENCH_OPS:-masks,top_k}" --vocab 131072 --dtypes float32,bfloat16 \

@@ -659,3 +659,66 @@ def test_gpu_public_api_torch_and_1d():
     assert probs.is_cuda and probs.dtype == torch.float32
     c = qrita.candidates(xt.double(), 40, 0.9, max_candidates=64)
     assert c.indices.shape == (8, 64) and c.probs.dtype == torch.float64
+
+
+FUSED_FAMILIES = ["zipf", "gaussian", "quantised2", "all_equal", "grammar", "nan", "posinf",
+                  "inf_nan_mix", "tied_boundary", "extremes"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_fused_sampler_matches_the_reference(monkeypatch, dtype):
+    """QRITA_FUSED_SAMPLER=1: scalar k <= 1024 (k < V) takes the one-launch fused sampler
+    (checked), whose tokens and log-probabilities agree with the reference on the edge families,
+    with scalar and per-row p / min-p, scalar temperatures (greedy rows included) and uniforms at
+    0, the top and in between; k beyond the fused limits, per-row temperatures and k arrays take
+    the multi-call path."""
+    from qrita.backends.triton import launch as launch_module
+
+    monkeypatch.setenv("QRITA_FUSED_SAMPLER", "1")
+    taken = []
+    real = launch_module.launch_fused_sample
+
+    def spy(*args, **kwargs):
+        taken.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(so, "launch_fused_sample", spy)
+    V = 1023
+    rng = np.random.default_rng(41)
+    families = dict(generators._family_batches(V, rng))
+    x = np.concatenate([families[name][:2] for name in FUSED_FAMILIES])
+    x = _as_dtype(x, dtype)
+    B = x.shape[0]
+    cases = [
+        dict(k=1), dict(k=50), dict(k=50, p=0.9), dict(k=V - 1, p=0.5),
+        dict(k=7, p=_cycle(P_CYCLE, B, 1), min_p=_cycle(MIN_P_CYCLE, B, 2)),
+        dict(k=20, p=0.75, min_p=0.05, temperature=0.7),
+        dict(k=20, temperature=1e-30), dict(k=20, p=0.9, temperature=1e30),
+        dict(k=3, p=0.0), dict(k=3, p=1e-9, min_p=2.0),
+    ]
+    failures = []
+    for i, case in enumerate(cases):
+        u = _grid_uniforms(np.random.default_rng(i), B)
+        xt = _dev(x, dtype)
+        args = {name: _arg(v) for name, v in case.items()}
+        tokens, logp = so.sample_with_uniforms(
+            xt, _arg(u), args.get("k"), args.get("p"), min_p=args.get("min_p"),
+            temperature=args.get("temperature"), return_logprob=True)
+        try:
+            compare.assert_sampling_matches(
+                x, u.astype(np.float64), case.get("k"), case.get("p"), min_p=case.get("min_p"),
+                temperature=case.get("temperature"), tokens=_host(tokens), logprobs=_host(logp))
+        except AssertionError as err:
+            failures.append(f"{case}: {err}")
+    assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
+    assert len(taken) == len(cases)
+    # outside the fused path's limits: the multi-call path (same answers, checked above's way)
+    for case in (dict(k=V), dict(k=5, temperature=np.full(B, 0.5)),
+                 dict(k=np.full(B, 5, dtype=np.int64))):
+        u = _grid_uniforms(np.random.default_rng(99), B)
+        args = {name: _arg(v) for name, v in case.items()}
+        tokens = so.sample_with_uniforms(_dev(x, dtype), _arg(u), args.get("k"),
+                                         temperature=args.get("temperature"))
+        compare.assert_sampling_matches(x, u.astype(np.float64), case.get("k"),
+                                        temperature=case.get("temperature"), tokens=_host(tokens))
+    assert len(taken) == len(cases)

@@ -14,7 +14,7 @@ import time
 import triton
 from triton.backends.compiler import GPUTarget
 
-from qrita.backends.triton import one_launch, pipeline, wide
+from qrita.backends.triton import fused_sample, one_launch, pipeline, wide
 
 __all__ = ["TARGETS", "DTYPES", "variants", "compile_all"]
 
@@ -92,6 +92,14 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "sel_val_ptr": f"*{ty}", "sel_idx_ptr": "*i64"},
                 dict(one, SMALLEST=flags["SMALLEST"], SORTED=sorted_,
                      K_P2=one_launch.SORT_MAX if sorted_ else 16), target, 8)
+        out["fused_sample"] = _compile(fused_sample.fused_topk_sample_kernel, {
+            "x_ptr": f"*{ty}", "t_ptr": "*fp32", "p_ptr": "*fp32", "min_p_ptr": "*fp64",
+            "u_ptr": "*fp32", "V": "i32", "stride_x": "i64", "seg_len": "i32", "k": "i32",
+            "max_cands": "fp32", "t_bits": "i64", "p_bits": "i64", "min_p_bits": "i64",
+            "ws_i_ptr": "*i32", "ws_f_ptr": "*fp32", "sel_val_ptr": f"*{ty}",
+            "sel_idx_ptr": "*i64", "token_ptr": "*i64", "logp_ptr": "*fp32"},
+            dict(one, T_ARRAY=False, HAS_P=True, P_ARRAY=True, HAS_MIN_P=True,
+                 MIN_P_ARRAY=False, K_P2=one_launch.SORT_MAX), target, 8)
     if flags["HAS_P"] and not flags["SELECT"]:
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import os
+import struct
 from dataclasses import dataclass
 
 import torch
 
 from qrita.backends.triton import fastlaunch
+from qrita.backends.triton.fused_sample import fused_topk_sample_kernel
 from qrita.backends.triton.one_launch import (
     SORT_MAX,
     one_launch_select_kernel,
@@ -29,7 +31,7 @@ from qrita.backends.triton.wide import (
 )
 
 __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "launch_select_one",
-           "one_launch", "interpreting"]
+           "launch_fused_sample", "one_launch", "interpreting"]
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
 WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage for rows its band missed
@@ -318,6 +320,46 @@ def launch_select_one(x: torch.Tensor, k: int, *, smallest: bool, sorted: bool,
            sel_val, sel_idx, SMALLEST=smallest, SORTED=sorted,
            K_P2=max(16, next_pow2(k)) if sorted else 16, **_one_plan(cfg, None))
     return sel_val, sel_idx
+
+
+def _f64_param(v, fallback: torch.Tensor) -> tuple[torch.Tensor, int, bool]:
+    """(pointer, scalar bits, is an array) of a per-row float parameter for the fused sampler: a
+    (B,) tensor, or a Python number as the int64 bit pattern of its float64 value (exact)."""
+    if isinstance(v, torch.Tensor):
+        return v, 0, True
+    bits = struct.unpack("<q", struct.pack("<d", float(1.0 if v is None else v)))[0]
+    return fallback, bits, False
+
+
+def launch_fused_sample(x: torch.Tensor, k: int, u: torch.Tensor, temperature, p, min_p, *,
+                        config: PipelineConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token per row in one launch (``fused_sample.fused_topk_sample_kernel``): top-k with
+    1 <= k <= SORT_MAX and k < V, then top-p / min-p over the survivors, drawn with ``u``.
+
+    x : (B, V) float32 / bfloat16 / float16, unit stride along V; u : (B,) float32 uniforms;
+    temperature : None or a Python number in [1e-30, 1e30] (the caller checks: see the kernel's
+    module docstring), or a (B,) tensor; p / min_p : None, Python numbers or (B,) tensors.
+
+    Returns tokens (B,) int64 and their log-probabilities (B,) float32.
+    """
+    batch, vocab = x.shape
+    if not (1 <= k <= SORT_MAX and k < vocab):
+        raise ValueError(f"the fused sampler needs 1 <= k <= {SORT_MAX} and k < V, got k={k}")
+    cfg = config or pipeline_config(vocab, x.dtype)
+    sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
+    sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
+    token = torch.empty(batch, dtype=torch.int64, device=x.device)
+    logp = torch.empty(batch, dtype=torch.float32, device=x.device)
+    ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
+    t_ptr, t_bits, t_array = _f64_param(temperature, u)
+    p_ptr, p_bits, p_array = _f64_param(p, u)
+    m_ptr, m_bits, m_array = _f64_param(min_p, u)
+    launch(fused_topk_sample_kernel, (batch, cfg.nseg),
+           x, t_ptr, p_ptr, m_ptr, u, vocab, x.stride(0), cfg.seg_len, k, cfg.max_cands,
+           t_bits, p_bits, m_bits, ws, ws.view(torch.float32), sel_val, sel_idx, token, logp,
+           T_ARRAY=t_array, HAS_P=p is not None, P_ARRAY=p_array, HAS_MIN_P=min_p is not None,
+           MIN_P_ARRAY=m_array, K_P2=max(16, next_pow2(k)), **_one_plan(cfg, None))
+    return token, logp
 
 
 def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,

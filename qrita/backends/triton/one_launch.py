@@ -146,22 +146,15 @@ def sort_selection(row_x, sel_val, sel_idx, k, SMALLEST: tl.constexpr, K_P2: tl.
 
 
 @triton.jit
-def one_launch_select_kernel(
-    x_ptr,
-    V, stride_x, seg_len, k, max_cands,
-    ws_i_ptr, ws_f_ptr, sel_val_ptr, sel_idx_ptr,
+def select_rows(
+    x_ptr, V, stride_x, seg_len, k, max_cands, ws_i_ptr, ws_f_ptr, sel_val_ptr, sel_idx_ptr,
     SMALLEST: tl.constexpr, SORTED: tl.constexpr, K_P2: tl.constexpr,
     SAMPLE: tl.constexpr, OVERSAMPLE: tl.constexpr, BLOCK: tl.constexpr,
     BLOCK_CAND: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
     SPARSE: tl.constexpr, DENSE: tl.constexpr,
 ):
-    """The first k entries of each of B rows' order (1 <= k <= V) in one launch: in index order,
-    or by rank when SORTED (then k <= K_P2 <= SORT_MAX).
-
-    x_ptr : (B, V) values, unit stride along V
-    ws_i_ptr / ws_f_ptr : the zeroed scratch words (:func:`scratch`), as int32 / float32
-    sel_val_ptr : (B, k) x's dtype; sel_idx_ptr : (B, k) int64
-    """
+    """The body of :func:`one_launch_select_kernel`; returns whether this program was its row's
+    last (the one that wrote the row's selection, and may go on using it)."""
     row = tl.program_id(0)
     nseg = tl.num_programs(1)
     row64 = (row * 0).to(tl.int64) + row
@@ -174,7 +167,8 @@ def one_launch_select_kernel(
     candidates_kernel(x_ptr, x_ptr, x_ptr, cutoff_ptr, V, stride_x, seg_len, k, 0.0,
                       cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
                       True, False, False, False, SMALLEST, BLOCK_CAND, CAP_SEG, NSEG_P2, SPARSE)
-    if arrive_last(arrivals_ptr, row, nseg):
+    is_last = arrive_last(arrivals_ptr, row, nseg)
+    if is_last:
         tl.debug_barrier()
         # mode 2 rows: the full-row fallback writes the selection (index order) itself
         threshold_kernel(x_ptr, x_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
@@ -203,3 +197,26 @@ def one_launch_select_kernel(
         if SORTED:
             tl.debug_barrier()  # the whole selection is written
             sort_selection(x_ptr + row64 * stride_x, sel_val, sel_idx, k, SMALLEST, K_P2)
+    return is_last
+
+
+@triton.jit
+def one_launch_select_kernel(
+    x_ptr,
+    V, stride_x, seg_len, k, max_cands,
+    ws_i_ptr, ws_f_ptr, sel_val_ptr, sel_idx_ptr,
+    SMALLEST: tl.constexpr, SORTED: tl.constexpr, K_P2: tl.constexpr,
+    SAMPLE: tl.constexpr, OVERSAMPLE: tl.constexpr, BLOCK: tl.constexpr,
+    BLOCK_CAND: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
+    SPARSE: tl.constexpr, DENSE: tl.constexpr,
+):
+    """The first k entries of each of B rows' order (1 <= k <= V) in one launch: in index order,
+    or by rank when SORTED (then k <= K_P2 <= SORT_MAX).
+
+    x_ptr : (B, V) values, unit stride along V
+    ws_i_ptr / ws_f_ptr : the zeroed scratch words (:func:`scratch`), as int32 / float32
+    sel_val_ptr : (B, k) x's dtype; sel_idx_ptr : (B, k) int64
+    """
+    select_rows(x_ptr, V, stride_x, seg_len, k, max_cands, ws_i_ptr, ws_f_ptr, sel_val_ptr,
+                sel_idx_ptr, SMALLEST, SORTED, K_P2, SAMPLE, OVERSAMPLE, BLOCK, BLOCK_CAND,
+                CAP_SEG, NSEG_P2, SPARSE, DENSE)

@@ -41,6 +41,7 @@ bfloat16 / float16): O(V log V), with float64 cumulative sums, like the referenc
 from __future__ import annotations
 
 import math
+import os
 from typing import NamedTuple
 
 import torch
@@ -48,6 +49,8 @@ import triton
 import triton.language as tl
 
 from qrita.backends.triton import ops
+from qrita.backends.triton.launch import launch_fused_sample
+from qrita.backends.triton.one_launch import SORT_MAX
 from qrita.backends.triton.philox import uniforms as philox_uniforms
 from qrita.reference.sampling import Candidates
 
@@ -500,6 +503,31 @@ def _width(max_candidates: int | None, vocab: int) -> int:
     return int(max_candidates)
 
 
+FUSED_T_MIN, FUSED_T_MAX = 1e-30, 1e30  # temperatures whose x / t keeps the row's own order
+
+
+def _fused(x: torch.Tensor, k: Row, temperature: Row) -> bool:
+    """Whether :func:`sample_with_uniforms` takes the fused one-launch sampler (opt-in,
+    ``QRITA_FUSED_SAMPLER=1``, until measured on a GPU): float32 / bfloat16 / float16 logits, a
+    scalar k with 1 <= k <= SORT_MAX and k < V, and a temperature that is None or one number in
+    [1e-30, 1e30] (per-row temperatures could merge entries into new ties by overflow or
+    underflow, which only the multi-call path handles); any p and min-p."""
+    if os.environ.get("QRITA_FUSED_SAMPLER", "0") != "1" or x.dtype not in ops.SUPPORTED_DTYPES:
+        return False
+    if k is None or isinstance(k, torch.Tensor) or not 1 <= int(k) <= min(SORT_MAX, x.shape[1] - 1):
+        return False
+    if isinstance(temperature, torch.Tensor):
+        return False
+    return temperature is None or FUSED_T_MIN <= float(temperature) <= FUSED_T_MAX
+
+
+def _row_param(v: Row, batch: int) -> float | torch.Tensor | None:
+    """A p / min-p for the fused kernel: None, a Python float, or a contiguous (B,) tensor."""
+    if isinstance(v, torch.Tensor):
+        return _rows(v, batch).contiguous()
+    return None if v is None else float(v)
+
+
 def _as_uniforms(u: float | torch.Tensor, batch: int, device: torch.device) -> torch.Tensor:
     if isinstance(u, torch.Tensor):
         return _rows(u, batch).to(torch.float32).contiguous()
@@ -616,6 +644,10 @@ def sample_with_uniforms(
     if x.dtype == torch.float64:
         token, logp = _sorted_draw(_sorted_rows(x, k, p, min_p, temp), u)
         return (token, logp) if return_logprob else token
+    if _fused(x, k, temperature):
+        token, logp = launch_fused_sample(x, int(k), u, temperature, _row_param(p, batch),
+                                          _row_param(min_p, batch))
+        return (token, logp.to(out)) if return_logprob else token
     prep = _Prepared(x, k, p, min_p, temp)
     n1, kept = prep.count_and_kept(want_set=return_logprob)
     if kept is None:
