@@ -200,7 +200,11 @@ def stream_scope(x: Any) -> Iterator[None]:
         return
     import torch
 
-    with torch.cuda.device(int(info.device.split(":", 1)[1])):
+    index = int(info.device.split(":", 1)[1])
+    if index == torch.cuda.current_device():  # already current: entering costs host time
+        yield
+        return
+    with torch.cuda.device(index):
         yield
 
 

@@ -7,7 +7,6 @@ tensors take the NumPy reference path (bfloat16 crosses as float32, exactly, and
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -81,17 +80,18 @@ def from_numpy(a: np.ndarray, like: Any) -> Any:
     return t.to(device=like.device)
 
 
-@contextlib.contextmanager
-def stream_scope(x: Any) -> Iterator[None]:
+def stream_scope(x: Any) -> contextlib.AbstractContextManager[Any]:
     """Make ``x``'s CUDA device torch's current device (kernels launch there); else nothing.
 
     The current stream is left as it is: the caller's stream orders the kernel after the work that
-    produced ``x``.
+    produced ``x``. When ``x``'s device is already the current one (the usual case) this is a
+    ``nullcontext`` (entering ``torch.cuda.device`` costs host time on every call).
     """
     if x.device.type != "cuda":
-        yield
-        return
+        return contextlib.nullcontext()
     import torch
 
-    with torch.cuda.device(x.device):
-        yield
+    index = x.device.index
+    if index is None or index == torch.cuda.current_device():
+        return contextlib.nullcontext()
+    return torch.cuda.device(index)
