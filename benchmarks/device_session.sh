@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
-# all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench)
+# all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
+# onelaunch: the one-launch GPU tests and where they stop winning)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -96,6 +97,27 @@ if [[ $stage == sampler ]]; then  # issue 6: the sampler's GPU tests not yet run
       --peers "$([[ $fused == 0 ]] && echo torch_sort,flashinfer)" --graphs --warmup 5 --rep 25 \
       --check-rows 4 --no-progress > "$OUT/bench_sampler_$fused.log" 2>&1
     echo "bench fused=$fused exit $?"; tail -c 3000 "$OUT/bench_sampler_$fused.log"
+  done
+fi
+if [[ $stage == onelaunch ]]; then  # the one-launch kernels after a refactor, and up to which B they win
+  m=tests/test_triton_masks.py
+  timeout "${TESTS_S:-200}" python3 -m pytest -v -m gpu -p no:cacheprovider -rf --tb=short --timeout 150 \
+    "$m::test_gpu_one_launch_topk_mask" tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant \
+    "$m::test_gpu_real_vocab[262144-bfloat16]" "$m::test_gpu_more_than_2_31_elements" 2>&1 \
+    | tee "$OUT/pytest_gpu_onelaunch.log" | grep -E "PASSED|FAILED|^E |passed|failed" | cut -c1-220
+  for one in 0 1:64; do  # off / forced on up to B=64, batches around the current limit of 16
+    QRITA_ONE_LAUNCH=$one timeout 120 python3 benchmarks/bench.py --out "$OUT/one_launch_${one%%:*}" \
+      --ops masks,top_k --vocab 131072 --batch 8,16,32,64 --dtypes float32,bfloat16 --workloads zipf \
+      --scenarios topk50,topk1000,k50,k1000 --peers "" --graphs --warmup 5 --rep 25 --check-rows 4 \
+      --no-progress > "$OUT/bench_one_launch_${one%%:*}.log" 2>&1
+    echo "one_launch=$one exit $?"; tail -c 2500 "$OUT/bench_one_launch_${one%%:*}.log"
+  done
+  for rows in 0 256; do  # QRITA_CHUNK_ROWS: scratch bounded by row chunks (memory target) vs speed
+    QRITA_CHUNK_ROWS=$rows timeout 120 python3 benchmarks/bench.py --out "$OUT/chunk_$rows" \
+      --ops masks,top_k --vocab 131072 --batch 256,1024 --dtypes float32,bfloat16 --workloads zipf \
+      --scenarios topk50,topp0.9,k50 --peers "" --warmup 5 --rep 25 --check-rows 4 \
+      --no-progress > "$OUT/bench_chunk_$rows.log" 2>&1
+    echo "chunk_rows=$rows exit $?"; tail -c 1800 "$OUT/bench_chunk_$rows.log"
   done
 fi
 if [[ $stage == resume ]]; then

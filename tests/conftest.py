@@ -52,3 +52,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def rng() -> np.random.Generator:
     """A fresh, seeded NumPy generator per test."""
     return np.random.default_rng(20240601)
+
+
+@pytest.fixture
+def count_calls(monkeypatch: pytest.MonkeyPatch):
+    """``count_calls(owner, name)`` replaces ``owner.name`` (for the test) by a wrapper that calls
+    the original and appends 1 to the returned list per call: its length says how often a path
+    was taken."""
+
+    def install(owner: object, name: str) -> list[int]:
+        calls: list[int] = []
+        real = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            calls.append(1)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, wrapper)
+        return calls
+
+    return install

@@ -403,7 +403,7 @@ def test_jax_jit_under_vmap(ops):
         assert_mask_ok(np.asarray(out)[b], x_np[b], 3, None)
 
 
-def test_jax_jit_sampler_runs_on_the_device(monkeypatch, ops):
+def test_jax_jit_sampler_runs_on_the_device(monkeypatch, count_calls, ops):
     """qrita.sample / top_k_top_p_probs / candidates inside jax.jit on a GPU array: the Triton
     sampler through buffer_callback (never the host callback), the same tokens and distribution
     as the eager GPU call."""
@@ -413,14 +413,7 @@ def test_jax_jit_sampler_runs_on_the_device(monkeypatch, ops):
     import qrita
     from qrita.backends import _jax_jit
 
-    host_calls = []
-    real_host = _jax_jit._host_sampling
-
-    def host_sampling(*args, **kwargs):
-        host_calls.append(1)
-        return real_host(*args, **kwargs)
-
-    monkeypatch.setattr(_jax_jit, "_host_sampling", host_sampling)
+    host_calls = count_calls(_jax_jit, "_host_sampling")
     x = jax.device_put(jnp.asarray(_logits_np(15)), gpus[0])
     seeds = jax.device_put(jnp.arange(B, dtype=jnp.int32) + 3, gpus[0])
     kw = dict(k=50, p=0.9, temperature=0.8)

@@ -235,26 +235,38 @@ def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide):
         run_and_check(x, "float32", None, p)
 
 
+def test_row_chunks_give_the_same_masks(monkeypatch, count_calls):
+    """QRITA_CHUNK_ROWS=2: a batch of 5 rows runs as three pipeline passes (counted) with the
+    same masks as the oracle, for scalar and per-row k / p, in place and out of place."""
+    from qrita.backends.triton import launch as launch_module
+
+    monkeypatch.setenv("QRITA_CHUNK_ROWS", "2")
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")
+    passes = count_calls(ops, "launch_mask")
+    rng = np.random.default_rng(37)
+    x = generators.zipf_logits(5, 301, 1.1, rng)
+    x[2] = generators.quantised(x[2:3], 2)[0]  # ties at the boundary
+    for k, p in [(7, None), (None, 0.8), (np.array([1, 5, 300, 0, 9]), np.array([0.5, 0.9, 1.0,
+                                                                                    0.0, 0.3]))]:
+        run_and_check(x, "float32", k, p)
+    run_and_check(x, "bfloat16", 9, 0.7, inplace=True)
+    assert len(passes) == 4 * 3
+    assert launch_module.chunk_rows(5) == 2
+
+
 ONE_LAUNCH_FAMILIES = ["zipf", "quantised2", "all_equal", "grammar", "nan", "all_nan", "posinf",
                       "inf_nan_mix", "tied_boundary", "five_zeros", "extremes"]
 
 
 @pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
-def test_one_launch_topk_mask_is_exact(monkeypatch, dtype):
+def test_one_launch_topk_mask_is_exact(monkeypatch, count_calls, dtype):
     """QRITA_ONE_LAUNCH=1: small top-k batches take the one-launch kernel (checked) and give the
     oracle's masks on the edge families, per-row k, k = V - 1 / V, and rows whose candidates
     overflow (the full-row fallback inside the same launch)."""
     from qrita.backends.triton import launch as launch_module
 
     monkeypatch.setenv("QRITA_ONE_LAUNCH", "1")
-    taken = []
-    real = launch_module._launch_topk_mask_one
-
-    def spy(*args, **kwargs):
-        taken.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(launch_module, "_launch_topk_mask_one", spy)
+    taken = count_calls(launch_module, "_launch_topk_mask_one")
     rng = np.random.default_rng(23)
     V = 1023
     families = dict(generators._family_batches(V, rng))

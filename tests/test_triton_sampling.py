@@ -666,23 +666,14 @@ FUSED_FAMILIES = ["zipf", "gaussian", "quantised2", "all_equal", "grammar", "nan
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
-def test_fused_sampler_matches_the_reference(monkeypatch, dtype):
+def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, dtype):
     """QRITA_FUSED_SAMPLER=1: scalar k <= 1024 (k < V) takes the one-launch fused sampler
     (checked), whose tokens and log-probabilities agree with the reference on the edge families,
     with scalar and per-row p / min-p, scalar temperatures (greedy rows included) and uniforms at
     0, the top and in between; k beyond the fused limits, per-row temperatures and k arrays take
     the multi-call path."""
-    from qrita.backends.triton import launch as launch_module
-
     monkeypatch.setenv("QRITA_FUSED_SAMPLER", "1")
-    taken = []
-    real = launch_module.launch_fused_sample
-
-    def spy(*args, **kwargs):
-        taken.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(so, "launch_fused_sample", spy)
+    taken = count_calls(so, "launch_fused_sample")
     V = 1023
     rng = np.random.default_rng(41)
     families = dict(generators._family_batches(V, rng))

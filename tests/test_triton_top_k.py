@@ -119,22 +119,13 @@ ONE_LAUNCH_FAMILIES = ["zipf", "tied_boundary", "nan", "all_equal", "grammar", "
 
 
 @pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
-def test_one_launch_top_k_is_exact(monkeypatch, dtype):
+def test_one_launch_top_k_is_exact(monkeypatch, count_calls, dtype):
     """QRITA_ONE_LAUNCH=1: small batches take the one-launch selection (checked), which sorts the
     survivors in registers; values and indices equal the oracle's on the edge families, for
     k = 1, 50, V - 1 (more than the candidate slots: the full-row fallback, then the sort) and V
     (every entry), largest and smallest, sorted and in index order."""
-    from qrita.backends.triton import launch as launch_module
-
     monkeypatch.setenv("QRITA_ONE_LAUNCH", "1")
-    taken = []
-    real = launch_module.launch_select_one
-
-    def spy(*args, **kwargs):
-        taken.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(ops, "launch_select_one", spy)
+    taken = count_calls(ops, "launch_select_one")
     rng = np.random.default_rng(31)
     V = 1023
     failures = []
@@ -155,3 +146,13 @@ def test_one_launch_top_k_is_exact(monkeypatch, dtype):
     wide = generators.to_dtype(generators.zipf_logits(1, 1200, 1.1, rng), dtype)
     check(wide, dtype, 1100, "largest", True)
     assert len(taken) == len(ONE_LAUNCH_FAMILIES) * 6
+
+
+def test_row_chunks_give_the_same_selection(monkeypatch):
+    """QRITA_CHUNK_ROWS=2: a batch of 5 rows selected in three passes equals the oracle."""
+    monkeypatch.setenv("QRITA_CHUNK_ROWS", "2")
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")
+    rng = np.random.default_rng(43)
+    x = generators.quantised(generators.zipf_logits(5, 301, 1.1, rng), 3)
+    for k, mode, sorted_ in [(7, "largest", True), (40, "smallest", True), (9, "largest", False)]:
+        check(x, "float32", k, mode, sorted_)

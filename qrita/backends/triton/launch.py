@@ -31,7 +31,7 @@ from qrita.backends.triton.wide import (
 )
 
 __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "launch_select_one",
-           "launch_fused_sample", "one_launch", "interpreting"]
+           "launch_fused_sample", "one_launch", "chunk_rows", "interpreting"]
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
 WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage for rows its band missed
@@ -249,23 +249,36 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     return cand_val, cand_idx, seg_i, seg_before, row_info
 
 
+def chunk_rows(batch: int) -> int:
+    """Rows per pipeline pass: ``QRITA_CHUNK_ROWS`` (unset or 0: the whole batch at once).
+
+    Scratch is O(rows in flight): running a large batch in chunks of rows bounds it (e.g. 256
+    rows: ~8.5 MiB at V=131072 instead of 33 MiB at B=1024) at the cost of more launches. Rows do
+    not depend on each other, so the answer is the same. Off until measured on a GPU
+    (``benchmarks/device_session.sh onelaunch`` runs B=1024 both ways).
+    """
+    rows = int(os.environ.get("QRITA_CHUNK_ROWS", "0") or 0)
+    return batch if rows <= 0 else min(rows, batch)
+
+
 ONE_LAUNCH_MAX_BATCH = 16  # batches up to this size may take the one-launch kernels
 
 
 def one_launch(batch: int, x: torch.Tensor) -> bool:
     """Whether a small-batch call takes a one-launch kernel (:mod:`.one_launch`): a batch of at
-    most 16 rows, on a GPU and not while a CUDA graph is being captured (``QRITA_ONE_LAUNCH``:
-    ``auto``, the default; ``1`` always, the interpreter included; ``0`` never). The callers add
-    their own conditions (top-k alone, out of place, no ``stats``).
+    most 16 rows, on a GPU and not while a CUDA graph is being captured. ``QRITA_ONE_LAUNCH``:
+    ``auto`` (the default), ``1`` always (the interpreter included), ``0`` never; a suffix
+    ``:N`` moves the batch limit (a measuring knob: ``1:64``). The callers add their own
+    conditions (top-k alone, out of place, no ``stats``).
 
     Eager calls at B <= 16 are bound by the host's launches, so one launch is faster (H200: 75-105
     vs 122-140 µs for masks, BENCHMARKS.md fifth section); a graph replay has no launch cost and
     the pipeline's kernels are faster on the device (32-56 vs 38-104 µs), so a capture takes
     those. Both give the same answer (top-k's does not depend on the path).
     """
-    if batch > ONE_LAUNCH_MAX_BATCH:
+    choice, _, limit = os.environ.get("QRITA_ONE_LAUNCH", "auto").partition(":")
+    if choice == "0" or batch > (int(limit) if limit else ONE_LAUNCH_MAX_BATCH):
         return False
-    choice = os.environ.get("QRITA_ONE_LAUNCH", "auto")
     if choice == "auto":
         return x.is_cuda and not torch.cuda.is_current_stream_capturing()
     return choice == "1"

@@ -64,6 +64,28 @@ def arrive_last(arrivals_ptr, row, nseg):
 
 
 @triton.jit
+def pass_a(x_ptr, k_ptr, V, stride_x, seg_len, k_scalar, max_cands, ws_i_ptr, ws_f_ptr,
+           K_ARRAY: tl.constexpr, SMALLEST: tl.constexpr, SAMPLE: tl.constexpr,
+           OVERSAMPLE: tl.constexpr, BLOCK_CAND: tl.constexpr, CAP_SEG: tl.constexpr,
+           NSEG_P2: tl.constexpr, SPARSE: tl.constexpr):
+    """This program's work before the merge (steps 2-3 for its segment): the row's σ-cutoff
+    (every program of the row computes and stores the same key, from the same sample) and pass A
+    over its segment. Returns the scratch parts after the cutoff (:func:`scratch`)."""
+    nseg = tl.num_programs(1)
+    cutoff_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, row_f_ptr, \
+        row_i_ptr, arrivals_ptr = scratch(ws_i_ptr, ws_f_ptr, tl.num_programs(0), nseg,
+                                          NSEG_P2 * CAP_SEG)
+    cutoff_kernel(x_ptr, k_ptr, x_ptr, V, stride_x, k_scalar, 0.0, max_cands, cutoff_ptr,
+                  True, K_ARRAY, False, False, SMALLEST, SAMPLE, OVERSAMPLE)
+    tl.debug_barrier()  # the cutoff this program stored is what it loads next
+    candidates_kernel(x_ptr, k_ptr, x_ptr, cutoff_ptr, V, stride_x, seg_len, k_scalar, 0.0,
+                      cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+                      True, K_ARRAY, False, False, SMALLEST, BLOCK_CAND, CAP_SEG, NSEG_P2, SPARSE)
+    return cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, row_f_ptr, \
+        row_i_ptr, arrivals_ptr
+
+
+@triton.jit
 def one_launch_topk_mask_kernel(
     x_ptr, k_ptr,
     V, stride_x, stride_out, seg_len, k_scalar, fill, max_cands,
@@ -82,16 +104,10 @@ def one_launch_topk_mask_kernel(
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
     row64 = (row * 0).to(tl.int64) + row
-    cutoff_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, row_f_ptr, \
-        row_i_ptr, arrivals_ptr = scratch(ws_i_ptr, ws_f_ptr, tl.num_programs(0), nseg,
-                                          NSEG_P2 * CAP_SEG)
-    # steps 2-3 for this segment; every program of the row computes (and stores) the same cutoff
-    cutoff_kernel(x_ptr, k_ptr, x_ptr, V, stride_x, k_scalar, 0.0, max_cands, cutoff_ptr,
-                  True, K_ARRAY, False, False, False, SAMPLE, OVERSAMPLE)
-    tl.debug_barrier()  # the cutoff this program stored is what it loads next
-    candidates_kernel(x_ptr, k_ptr, x_ptr, cutoff_ptr, V, stride_x, seg_len, k_scalar, 0.0,
-                      cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-                      True, K_ARRAY, False, False, False, BLOCK_CAND, CAP_SEG, NSEG_P2, SPARSE)
+    cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, row_f_ptr, row_i_ptr, \
+        arrivals_ptr = pass_a(x_ptr, k_ptr, V, stride_x, seg_len, k_scalar, max_cands, ws_i_ptr,
+                              ws_f_ptr, K_ARRAY, False, SAMPLE, OVERSAMPLE, BLOCK_CAND, CAP_SEG,
+                              NSEG_P2, SPARSE)
     row_o = out_ptr + row64 * stride_out
     out_ty = out_ptr.dtype.element_ty
     fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
@@ -158,15 +174,10 @@ def select_rows(
     row = tl.program_id(0)
     nseg = tl.num_programs(1)
     row64 = (row * 0).to(tl.int64) + row
-    cutoff_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, row_f_ptr, \
-        row_i_ptr, arrivals_ptr = scratch(ws_i_ptr, ws_f_ptr, tl.num_programs(0), nseg,
-                                          NSEG_P2 * CAP_SEG)
-    cutoff_kernel(x_ptr, x_ptr, x_ptr, V, stride_x, k, 0.0, max_cands, cutoff_ptr,
-                  True, False, False, False, SMALLEST, SAMPLE, OVERSAMPLE)
-    tl.debug_barrier()  # the cutoff this program stored is what it loads next
-    candidates_kernel(x_ptr, x_ptr, x_ptr, cutoff_ptr, V, stride_x, seg_len, k, 0.0,
-                      cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-                      True, False, False, False, SMALLEST, BLOCK_CAND, CAP_SEG, NSEG_P2, SPARSE)
+    cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, row_f_ptr, row_i_ptr, \
+        arrivals_ptr = pass_a(x_ptr, x_ptr, V, stride_x, seg_len, k, max_cands, ws_i_ptr,
+                              ws_f_ptr, False, SMALLEST, SAMPLE, OVERSAMPLE, BLOCK_CAND, CAP_SEG,
+                              NSEG_P2, SPARSE)
     is_last = arrive_last(arrivals_ptr, row, nseg)
     if is_last:
         tl.debug_barrier()

@@ -10,6 +10,7 @@ import torch
 
 from qrita.backends.triton.launch import (
     ROW_INFO,
+    chunk_rows,
     interpreting,
     launch_mask,
     launch_select,
@@ -31,6 +32,11 @@ _INT64_MIN = -(2**63)
 def _check_device(x: torch.Tensor) -> None:
     if x.device.type != "cuda" and not interpreting():
         raise ValueError(f"logits must be on a GPU for the Triton path, got device {x.device}")
+
+
+def _row_slice(v, r0: int, r1: int):
+    """Rows r0:r1 of a per-row (B,) tensor; scalars and None pass through."""
+    return v[r0:r1] if isinstance(v, torch.Tensor) else v
 
 
 def top_k_top_p_mask(
@@ -69,7 +75,14 @@ def top_k_top_p_mask(
         out = logits
     else:
         out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
-    launch_mask(src, out, k, p, fill, row_info=stats)
+    batch = src.shape[0]
+    chunk = chunk_rows(batch)
+    for r0 in range(0, batch, chunk):  # one pass unless QRITA_CHUNK_ROWS bounds the scratch
+        r1 = min(batch, r0 + chunk)
+        whole = chunk >= batch
+        launch_mask(src if whole else src[r0:r1], out if whole else out[r0:r1],
+                    k if whole else _row_slice(k, r0, r1), p if whole else _row_slice(p, r0, r1),
+                    fill, row_info=stats if whole or stats is None else stats[r0:r1])
     if inplace and out is not logits:
         logits.copy_(out)
         return logits
@@ -116,6 +129,12 @@ def top_k(x: torch.Tensor, k: int, *, mode: str = "largest", sorted: bool = True
         if one_launch(src.shape[0], src) and (not sorted or k <= SORT_MAX):
             # a small batch: one kernel, which also sorts the k survivors in registers
             return launch_select_one(src, k, smallest=smallest, sorted=sorted)
+        batch = src.shape[0]
+        chunk = chunk_rows(batch)
+        if chunk < batch:  # QRITA_CHUNK_ROWS: bounded scratch, the same answer
+            parts = [top_k(src[r0:r0 + chunk], k, mode=mode, sorted=sorted)
+                     for r0 in range(0, batch, chunk)]
+            return torch.cat([v for v, _ in parts]), torch.cat([i for _, i in parts])
         if not sorted:
             return launch_select(src, k, smallest=smallest)
         # the kernel also writes each survivor's rank key: one stable sort of k int32 keys
