@@ -403,7 +403,7 @@ def test_jax_jit_under_vmap(ops):
         assert_mask_ok(np.asarray(out)[b], x_np[b], 3, None)
 
 
-def test_jax_jit_sampler_runs_on_the_device(monkeypatch, count_calls, ops):
+def test_jax_jit_sampler_runs_on_the_device(count_calls, ops):
     """qrita.sample / top_k_top_p_probs / candidates inside jax.jit on a GPU array: the Triton
     sampler through buffer_callback (never the host callback), the same tokens and distribution
     as the eager GPU call."""
