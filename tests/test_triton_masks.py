@@ -235,6 +235,17 @@ def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide):
         run_and_check(x, "float32", None, p)
 
 
+def test_empty_batch(monkeypatch):
+    """B = 0: empty results of the right shape and dtype, with and without row chunks."""
+    for rows in ("0", "2"):
+        monkeypatch.setenv("QRITA_CHUNK_ROWS", rows)
+        x = torch.empty((0, 300), dtype=torch.float32, device=DEVICE)
+        out = ops.top_k_top_p_mask(x, 5, 0.9)
+        assert out.shape == (0, 300) and out.dtype == torch.float32
+        vals, idx = ops.top_k(x, 5)
+        assert vals.shape == idx.shape == (0, 5) and idx.dtype == torch.int64
+
+
 def test_row_chunks_give_the_same_masks(monkeypatch, count_calls):
     """QRITA_CHUNK_ROWS=2: a batch of 5 rows runs as three pipeline passes (counted) with the
     same masks as the oracle, for scalar and per-row k / p, in place and out of place."""

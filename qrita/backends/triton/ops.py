@@ -77,12 +77,13 @@ def top_k_top_p_mask(
         out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
     batch = src.shape[0]
     chunk = chunk_rows(batch)
-    for r0 in range(0, batch, chunk):  # one pass unless QRITA_CHUNK_ROWS bounds the scratch
-        r1 = min(batch, r0 + chunk)
-        whole = chunk >= batch
-        launch_mask(src if whole else src[r0:r1], out if whole else out[r0:r1],
-                    k if whole else _row_slice(k, r0, r1), p if whole else _row_slice(p, r0, r1),
-                    fill, row_info=stats if whole or stats is None else stats[r0:r1])
+    if chunk >= batch:
+        launch_mask(src, out, k, p, fill, row_info=stats)
+    else:  # QRITA_CHUNK_ROWS: rows in chunks bound the scratch; the same answer
+        for r0 in range(0, batch, chunk):
+            r1 = min(batch, r0 + chunk)
+            launch_mask(src[r0:r1], out[r0:r1], _row_slice(k, r0, r1), _row_slice(p, r0, r1),
+                        fill, row_info=None if stats is None else stats[r0:r1])
     if inplace and out is not logits:
         logits.copy_(out)
         return logits
