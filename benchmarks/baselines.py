@@ -84,7 +84,8 @@ def torch_sort_sample(logits: torch.Tensor, k=None, p=None) -> torch.Tensor:
     mask above, a float32 softmax, then an exponential race (the token maximising prob / E with
     E ~ Exp(1) per entry, drawn from torch's default generator: a sample from the softmax)."""
     probs = torch.softmax(torch_sort_mask(logits, k, p).float(), dim=-1)
-    race = torch.empty_like(probs).exponential_()
+    # E = 0 can be drawn (about 2^-24 per entry): 0 / 0 would be NaN, which argmax picks
+    race = torch.empty_like(probs).exponential_().clamp_(min=torch.finfo(torch.float32).tiny)
     return torch.argmax(probs / race, dim=-1)
 
 
