@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
-# onelaunch: the one-launch GPU tests and where they stop winning)
+# onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
+# default, GPU tests then the sampler bench)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -125,4 +126,15 @@ if [[ $stage == resume ]]; then
     --batch "${BENCH_B:-1,8,64,256,1024}" --graphs --plot --warmup 5 --rep 25 --check-rows 4 \
     --no-progress > "$OUT/bench.log" 2>&1
   echo "bench exit $?"; tail -c 3500 "$OUT/bench.log"
+fi
+if [[ $stage == sixth ]]; then  # fused samplers (top-k-bounded and top-p) as the default
+  t=tests/test_triton_sampling.py
+  timeout "${TESTS_S:-300}" python3 -m pytest -v -m gpu -p no:cacheprovider -rf --tb=short --timeout 250 \
+    $t::test_gpu_fused_samplers_reproducible_invariant_capturable "$t::test_gpu_real_shapes[1024-float32]" \
+    "$t::test_gpu_real_shapes[1-bfloat16]" 2>&1 \
+    | tee "$OUT/pytest_gpu_sixth.log" | grep -E "PASSED|FAILED|^E |passed|failed" | cut -c1-300 | tail -30
+  timeout "${BENCH_S:-200}" python3 benchmarks/bench.py --out "$OUT/sample" --ops sample --vocab 131072 \
+    --dtypes float32,bfloat16 --batch "${BENCH_B:-1,64,1024}" --peers torch_sort,flashinfer --graphs \
+    --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench_sample.log" 2>&1
+  echo "bench exit $?"; tail -c 5000 "$OUT/bench_sample.log"
 fi

@@ -21,6 +21,7 @@ from _triton_env import DEVICE, ON_GPU, torch  # first: sets up triton
 
 import qrita  # noqa: E402
 from qrita.backends import _torch  # noqa: E402
+from qrita.backends.triton import launch as launch_mod  # noqa: E402
 from qrita.backends.triton import philox  # noqa: E402
 from qrita.backends.triton import sampling_ops as so  # noqa: E402
 from qrita.reference import sampling as ref  # noqa: E402
@@ -516,7 +517,8 @@ def test_gpu_real_shapes(B, dtype):
     sel = torch.from_numpy(rows).to(DEVICE)
     u = _grid_uniforms(rng, B)
     for k, p, min_p, t in [(50, None, None, None), (None, 0.9, None, 0.8), (100, 0.95, 0.05, 1.2),
-                           (None, None, 0.1, None), (1000, 0.99, None, 0.5)]:
+                           (None, None, 0.1, None), (1000, 0.99, None, 0.5),
+                           (None, 0.9, None, None), (None, None, None, 2.0)]:
         res = so.sample_with_distribution(xt, _arg(u), k, p, min_p=min_p, temperature=t)
         compare.assert_sampling_matches(
             x[rows], u[rows].astype(np.float64), k, p, min_p=min_p, temperature=t,
@@ -524,8 +526,12 @@ def test_gpu_real_shapes(B, dtype):
             probs=_host(res.probs[sel]),
             candidates=tuple(_host(a[sel]) for a in res.candidates),
         )
-        tok = so.sample_with_uniforms(xt, _arg(u), k, p, min_p=min_p, temperature=t)
-        assert torch.equal(tok, res.tokens)
+        # sample_with_uniforms takes the fused samplers where they apply: the same contract
+        tok, logp = so.sample_with_uniforms(xt, _arg(u), k, p, min_p=min_p, temperature=t,
+                                            return_logprob=True)
+        compare.assert_sampling_matches(
+            x[rows], u[rows].astype(np.float64), k, p, min_p=min_p, temperature=t,
+            tokens=_host(tok[sel]), logprobs=_host(logp[sel]))
 
 
 @pytest.mark.gpu
@@ -665,15 +671,19 @@ FUSED_FAMILIES = ["zipf", "gaussian", "quantised2", "all_equal", "grammar", "nan
                   "inf_nan_mix", "tied_boundary", "extremes"]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
-def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, dtype):
-    """QRITA_FUSED_SAMPLER=1: scalar k <= 1024 (k < V) takes the one-launch fused sampler
-    (checked), whose tokens and log-probabilities agree with the reference on the edge families,
+@pytest.mark.parametrize("one_launch,dtype", [
+    ("1", "float32"), ("1", "bfloat16"), ("1", "float16"), ("0", "float32"), ("0", "bfloat16")])
+def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, one_launch, dtype):
+    """QRITA_FUSED_SAMPLER=1: scalar k <= 1024 (k < V) takes the fused sampler (checked): one
+    launch for a small batch (QRITA_ONE_LAUNCH=1), else the pipeline's selection and one draw
+    launch (=0); its tokens and log-probabilities agree with the reference on the edge families,
     with scalar and per-row p / min-p, scalar temperatures (greedy rows included) and uniforms at
     0, the top and in between; k beyond the fused limits, per-row temperatures and k arrays take
     the multi-call path."""
     monkeypatch.setenv("QRITA_FUSED_SAMPLER", "1")
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", one_launch)
     taken = count_calls(so, "launch_fused_sample")
+    selections = count_calls(launch_mod, "launch_select")
     V = 1023
     rng = np.random.default_rng(41)
     families = dict(generators._family_batches(V, rng))
@@ -703,6 +713,7 @@ def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, dtype):
             failures.append(f"{case}: {err}")
     assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
     assert len(taken) == len(cases)
+    assert len(selections) == (0 if one_launch == "1" else len(cases))
     # outside the fused path's limits: the multi-call path (same answers, checked above's way)
     for case in (dict(k=V), dict(k=5, temperature=np.full(B, 0.5)),
                  dict(k=np.full(B, 5, dtype=np.int64))):
@@ -713,3 +724,104 @@ def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, dtype):
         compare.assert_sampling_matches(x, u.astype(np.float64), case.get("k"),
                                         temperature=case.get("temperature"), tokens=_host(tokens))
     assert len(taken) == len(cases)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
+    """With top-k off and min-p off, ``sample`` takes the fused top-p sampler (checked): two mass
+    searches over the row, gathering at most 64 entries per search under the interpreter, so
+    V = 1023 needs several rounds (checked). Tokens and log-probabilities agree with the reference
+    on every generator family, with scalar, per-row, 0, tiny and off p, scalar temperatures and
+    uniforms at 0, the top and in between."""
+    taken = count_calls(so, "launch_fused_topp_sample")
+    V = 1023
+    x = _as_dtype(_stacked_families(V, dtype, 5), dtype)
+    B = x.shape[0]
+    cases = [
+        dict(p=0.9), dict(), dict(p=_cycle(P_CYCLE, B, 3)), dict(p=0.0), dict(p=1e-9),
+        dict(p=0.999, temperature=0.7), dict(p=0.5, temperature=3.0), dict(k=V, p=0.9),
+        dict(k=0, temperature=1e-30), dict(p=0.9, temperature=1e30),
+        dict(p=_cycle(P_CYCLE, B, 5).astype(np.float32), temperature=0.25),
+    ]
+    failures = []
+    for i, case in enumerate(cases):
+        u = _grid_uniforms(np.random.default_rng(100 + i), B)
+        args = {name: _arg(v) for name, v in case.items()}
+        tokens, logp = so.sample_with_uniforms(
+            _dev(x, dtype), _arg(u), args.get("k"), args.get("p"),
+            temperature=args.get("temperature"), return_logprob=True)
+        tokens_only = so.sample_with_uniforms(
+            _dev(x, dtype), _arg(u), args.get("k"), args.get("p"),
+            temperature=args.get("temperature"))
+        try:
+            assert torch.equal(tokens, tokens_only), "tokens differ with return_logprob"
+            compare.assert_sampling_matches(
+                x, u.astype(np.float64), case.get("k"), case.get("p"),
+                temperature=case.get("temperature"), tokens=_host(tokens), logprobs=_host(logp))
+        except AssertionError as err:
+            failures.append(f"{case}: {err}")
+    assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
+    assert len(taken) == 2 * len(cases)
+    # the searches took rounds over the row (not only the final gather) on most rows
+    rounds = torch.zeros(B, dtype=torch.int32, device=DEVICE)
+    launch_mod.launch_fused_topp_sample(_dev(x, dtype), _arg(_grid_uniforms(
+        np.random.default_rng(7), B)), None, 0.9, logprob=False, rounds=rounds, cap=64)
+    assert int((rounds >= 2).sum()) >= B // 2, rounds.tolist()
+    # min-p, per-row k and per-row temperatures are not fused: the multi-call path
+    for case in (dict(p=0.9, min_p=0.1), dict(k=np.full(B, V, dtype=np.int64)),
+                 dict(temperature=np.full(B, 0.5))):
+        u = _grid_uniforms(np.random.default_rng(99), B)
+        args = {name: _arg(v) for name, v in case.items()}
+        tokens = so.sample_with_uniforms(_dev(x, dtype), _arg(u), args.get("k"), args.get("p"),
+                                         min_p=args.get("min_p"),
+                                         temperature=args.get("temperature"))
+        compare.assert_sampling_matches(x, u.astype(np.float64), case.get("k"), case.get("p"),
+                                        min_p=case.get("min_p"),
+                                        temperature=case.get("temperature"), tokens=_host(tokens))
+    assert len(taken) == 2 * len(cases)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k,p,t", [(None, 0.9, None), (None, None, 0.7), (50, 0.9, None),
+                                   (1000, 0.95, 0.8)])
+def test_gpu_fused_samplers_reproducible_invariant_capturable(count_calls, k, p, t):
+    """The fused samplers (default for these arguments, checked): tokens and log-probabilities
+    match the reference at V = 131072; bit-identical over 5 repeats, for a row alone (a one-launch
+    kernel for top-k) and in a batch of 256 at any position (the pipeline's selection), and under
+    CUDA-graph capture and replay."""
+    fused = count_calls(so, "launch_fused_sample" if k else "launch_fused_topp_sample")
+    rng = np.random.default_rng(31)
+    B = 256
+    x = _gpu_rows(B, rng)
+    big = _dev(x, "float32")
+    seeds = torch.randint(0, 2**62, (B,), device="cuda")
+    offs = torch.randint(0, 2**40, (B,), device="cuda")
+    kw = dict(temperature=t, return_logprob=True)
+    tok, lp = so.sample(big, k, p, seed=seeds, offset=offs, **kw)
+    rows = np.arange(0, B, 11)
+    u = ref.uniforms(_host(seeds).astype(np.uint64), _host(offs).astype(np.uint64))
+    compare.assert_sampling_matches(x[rows], u[rows], k, p, temperature=t,
+                                    tokens=_host(tok)[rows], logprobs=_host(lp)[rows])
+    for _ in range(5):
+        again, again_lp = so.sample(big, k, p, seed=seeds, offset=offs, **kw)
+        assert torch.equal(again, tok) and torch.equal(again_lp.view(torch.int32),
+                                                       lp.view(torch.int32))
+    for row in [0, 17, 255]:
+        alone, alone_lp = so.sample(big[row:row + 1].clone(), k, p, seed=seeds[row:row + 1],
+                                    offset=offs[row:row + 1], **kw)
+        assert int(alone[0]) == int(tok[row])
+        assert torch.equal(alone_lp.view(torch.int32), lp[row:row + 1].view(torch.int32))
+        perm = torch.arange(B, device="cuda")
+        perm[100], perm[row] = row, 100
+        moved = so.sample(big[perm], k, p, seed=seeds[perm], offset=offs[perm], temperature=t)
+        assert int(moved[100]) == int(tok[row])
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        g_tok, g_lp = so.sample(big, k, p, seed=seeds, offset=offs, **kw)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(g_tok, tok) and torch.equal(g_lp.view(torch.int32), lp.view(torch.int32))
+    assert len(fused) >= 10

@@ -14,7 +14,7 @@ import time
 import triton
 from triton.backends.compiler import GPUTarget
 
-from qrita.backends.triton import fused_sample, one_launch, pipeline, wide
+from qrita.backends.triton import fused_sample, fused_topp, one_launch, pipeline, wide
 
 __all__ = ["TARGETS", "DTYPES", "variants", "compile_all"]
 
@@ -100,6 +100,21 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "sel_idx_ptr": "*i64", "token_ptr": "*i64", "logp_ptr": "*fp32"},
             dict(one, T_ARRAY=False, HAS_P=True, P_ARRAY=True, HAS_MIN_P=True,
                  MIN_P_ARRAY=False, K_P2=one_launch.SORT_MAX), target, 8)
+        out["selection_sample"] = _compile(fused_sample.selection_sample_kernel, {
+            "x_ptr": f"*{ty}", "t_ptr": "*fp32", "p_ptr": "*fp32", "min_p_ptr": "*fp64",
+            "u_ptr": "*fp32", "stride_x": "i64", "k": "i32", "t_bits": "i64", "p_bits": "i64",
+            "min_p_bits": "i64", "sel_val_ptr": f"*{ty}", "sel_idx_ptr": "*i64",
+            "token_ptr": "*i64", "logp_ptr": "*fp32"},
+            dict(T_ARRAY=False, HAS_P=True, P_ARRAY=True, HAS_MIN_P=True, MIN_P_ARRAY=False,
+                 K_P2=one_launch.SORT_MAX), target, 8)
+        for logprob in (False, True):
+            out[f"fused_topp_{logprob}"] = _compile(fused_topp.fused_topp_sample_kernel, {
+                "x_ptr": f"*{ty}", "p_ptr": "*fp32", "u_ptr": "*fp32", "V": "i32",
+                "stride_x": "i64", "inv_t": "fp32", "t_bits": "i64", "p_bits": "i64",
+                "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "token_ptr": "*i64",
+                "logp_ptr": "*fp32", "rounds_ptr": "*i32"},
+                dict(HAS_P=True, P_ARRAY=logprob, LOGPROB=logprob, NP=16, CAP=1024,
+                     BLOCK=1024, MAX_ROUNDS=24), target, 8)
     if flags["HAS_P"] and not flags["SELECT"]:
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",

@@ -17,7 +17,7 @@ scaled row is the order of the row itself.
 import triton
 import triton.language as tl
 
-from qrita.backends.triton.one_launch import select_rows
+from qrita.backends.triton.one_launch import select_rows, sort_selection
 
 
 @triton.jit
@@ -109,13 +109,52 @@ def fused_topk_sample_kernel(
                           BLOCK_CAND, CAP_SEG, NSEG_P2, SPARSE, DENSE)
     if is_last:
         tl.debug_barrier()  # the sorted selection is written
-        row = tl.program_id(0)
-        row64 = (row * 0).to(tl.int64) + row
-        t = _row_param(t_ptr, t_bits, row64, T_ARRAY)
-        p = _row_param(p_ptr, p_bits, row64, P_ARRAY)
-        min_p = _row_param(min_p_ptr, min_p_bits, row64, MIN_P_ARRAY)
-        u = tl.load(u_ptr + row64).to(tl.float64)
-        token, logp = draw_from_sorted(sel_val_ptr + row64 * k, sel_idx_ptr + row64 * k, k, t,
-                                       p, min_p, u, HAS_P, HAS_MIN_P, K_P2)
-        tl.store(token_ptr + row64, token)
-        tl.store(logp_ptr + row64, logp.to(tl.float32))
+        _draw_row(t_ptr, p_ptr, min_p_ptr, u_ptr, k, t_bits, p_bits, min_p_bits, sel_val_ptr,
+                  sel_idx_ptr, token_ptr, logp_ptr, T_ARRAY, HAS_P, P_ARRAY, HAS_MIN_P,
+                  MIN_P_ARRAY, K_P2)
+
+
+@triton.jit
+def _draw_row(t_ptr, p_ptr, min_p_ptr, u_ptr, k, t_bits, p_bits, min_p_bits, sel_val_ptr,
+              sel_idx_ptr, token_ptr, logp_ptr, T_ARRAY: tl.constexpr, HAS_P: tl.constexpr,
+              P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr, MIN_P_ARRAY: tl.constexpr,
+              K_P2: tl.constexpr):
+    """This program's row: its parameters, then :func:`draw_from_sorted` over its sorted k
+    entries; stores the token and the float32 log-probability."""
+    row = tl.program_id(0)
+    row64 = (row * 0).to(tl.int64) + row
+    t = _row_param(t_ptr, t_bits, row64, T_ARRAY)
+    p = _row_param(p_ptr, p_bits, row64, P_ARRAY)
+    min_p = _row_param(min_p_ptr, min_p_bits, row64, MIN_P_ARRAY)
+    u = tl.load(u_ptr + row64).to(tl.float64)
+    token, logp = draw_from_sorted(sel_val_ptr + row64 * k, sel_idx_ptr + row64 * k, k, t, p,
+                                   min_p, u, HAS_P, HAS_MIN_P, K_P2)
+    tl.store(token_ptr + row64, token)
+    tl.store(logp_ptr + row64, logp.to(tl.float32))
+
+
+@triton.jit
+def selection_sample_kernel(
+    x_ptr, t_ptr, p_ptr, min_p_ptr, u_ptr,
+    stride_x, k, t_bits, p_bits, min_p_bits,
+    sel_val_ptr, sel_idx_ptr, token_ptr, logp_ptr,
+    T_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
+    HAS_MIN_P: tl.constexpr, MIN_P_ARRAY: tl.constexpr, K_P2: tl.constexpr,
+):
+    """The large-batch form of :func:`fused_topk_sample_kernel`, grid (B,): each row's first k
+    entries come from the pipeline's selection (index order, ``launch_select``); this kernel
+    sorts them by rank in registers and draws, as the fused kernel's last program does.
+
+    x_ptr : (B, V) logits, unit stride along V (the sort re-reads the selected values)
+    sel_val_ptr / sel_idx_ptr : (B, k) x's dtype / int64, each row's selection (overwritten by
+        the sorted selection)
+    other arguments as in :func:`fused_topk_sample_kernel`
+    """
+    row = tl.program_id(0)
+    row64 = (row * 0).to(tl.int64) + row
+    sort_selection(x_ptr + row64 * stride_x, sel_val_ptr + row64 * k, sel_idx_ptr + row64 * k,
+                   k, False, K_P2)
+    tl.debug_barrier()  # the sorted selection is written
+    _draw_row(t_ptr, p_ptr, min_p_ptr, u_ptr, k, t_bits, p_bits, min_p_bits, sel_val_ptr,
+              sel_idx_ptr, token_ptr, logp_ptr, T_ARRAY, HAS_P, P_ARRAY, HAS_MIN_P, MIN_P_ARRAY,
+              K_P2)

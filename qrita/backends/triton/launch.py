@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import torch
 
 from qrita.backends.triton import fastlaunch
-from qrita.backends.triton.fused_sample import fused_topk_sample_kernel
+from qrita.backends.triton.fused_sample import fused_topk_sample_kernel, selection_sample_kernel
+from qrita.backends.triton.fused_topp import fused_topp_sample_kernel
 from qrita.backends.triton.one_launch import (
     SORT_MAX,
     one_launch_select_kernel,
@@ -31,7 +32,8 @@ from qrita.backends.triton.wide import (
 )
 
 __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "launch_select_one",
-           "launch_fused_sample", "one_launch", "chunk_rows", "interpreting"]
+           "launch_fused_sample", "launch_fused_topp_sample", "one_launch", "chunk_rows",
+           "interpreting"]
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
 WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage for rows its band missed
@@ -340,14 +342,15 @@ def _f64_param(v, fallback: torch.Tensor) -> tuple[torch.Tensor, int, bool]:
     (B,) tensor, or a Python number as the int64 bit pattern of its float64 value (exact)."""
     if isinstance(v, torch.Tensor):
         return v, 0, True
-    bits = struct.unpack("<q", struct.pack("<d", float(1.0 if v is None else v)))[0]
-    return fallback, bits, False
+    return fallback, _f64_bits(1.0 if v is None else v), False
 
 
 def launch_fused_sample(x: torch.Tensor, k: int, u: torch.Tensor, temperature, p, min_p, *,
                         config: PipelineConfig | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """One token per row in one launch (``fused_sample.fused_topk_sample_kernel``): top-k with
-    1 <= k <= SORT_MAX and k < V, then top-p / min-p over the survivors, drawn with ``u``.
+    """One token per row: top-k with 1 <= k <= SORT_MAX and k < V, then top-p / min-p over the
+    survivors, drawn with ``u``. A small batch (:func:`one_launch`) takes one launch
+    (``fused_sample.fused_topk_sample_kernel``); a larger one the pipeline's selection
+    (:func:`launch_select`) and one draw launch (``fused_sample.selection_sample_kernel``).
 
     x : (B, V) float32 / bfloat16 / float16, unit stride along V; u : (B,) float32 uniforms;
     temperature : None or a Python number in [1e-30, 1e30] (the caller checks: see the kernel's
@@ -359,19 +362,67 @@ def launch_fused_sample(x: torch.Tensor, k: int, u: torch.Tensor, temperature, p
     if not (1 <= k <= SORT_MAX and k < vocab):
         raise ValueError(f"the fused sampler needs 1 <= k <= {SORT_MAX} and k < V, got k={k}")
     cfg = config or pipeline_config(vocab, x.dtype)
-    sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
-    sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
     token = torch.empty(batch, dtype=torch.int64, device=x.device)
     logp = torch.empty(batch, dtype=torch.float32, device=x.device)
-    ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
     t_ptr, t_bits, t_array = _f64_param(temperature, u)
     p_ptr, p_bits, p_array = _f64_param(p, u)
     m_ptr, m_bits, m_array = _f64_param(min_p, u)
+    params = dict(T_ARRAY=t_array, HAS_P=p is not None, P_ARRAY=p_array,
+                  HAS_MIN_P=min_p is not None, MIN_P_ARRAY=m_array, K_P2=max(16, next_pow2(k)))
+    if not one_launch(batch, x):
+        sel_val, sel_idx = launch_select(x, k, smallest=False, config=cfg)
+        launch(selection_sample_kernel, (batch,),
+               x, t_ptr, p_ptr, m_ptr, u, x.stride(0), k, t_bits, p_bits, m_bits,
+               sel_val, sel_idx, token, logp, **params, num_warps=4 if k <= 256 else 8)
+        return token, logp
+    sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
+    sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
+    ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
     launch(fused_topk_sample_kernel, (batch, cfg.nseg),
            x, t_ptr, p_ptr, m_ptr, u, vocab, x.stride(0), cfg.seg_len, k, cfg.max_cands,
            t_bits, p_bits, m_bits, ws, ws.view(torch.float32), sel_val, sel_idx, token, logp,
-           T_ARRAY=t_array, HAS_P=p is not None, P_ARRAY=p_array, HAS_MIN_P=min_p is not None,
-           MIN_P_ARRAY=m_array, K_P2=max(16, next_pow2(k)), **_one_plan(cfg, None))
+           **params, **_one_plan(cfg, None))
+    return token, logp
+
+
+FUSED_TOPP_CAP = 1024  # entries a search gathers and sorts in registers (B x 8 KiB of scratch)
+
+
+def _f64_bits(v: float) -> int:
+    return struct.unpack("<q", struct.pack("<d", float(v)))[0]
+
+
+def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *,
+                             logprob: bool, rounds: torch.Tensor | None = None,
+                             cap: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token per row with top-k off: top-p (or nothing) at a scalar temperature, drawn with
+    ``u``, in one launch (``fused_topp.fused_topp_sample_kernel``, one program per row).
+
+    x : (B, V) float32 / bfloat16 / float16, unit stride along V; u : (B,) float32 uniforms;
+    temperature : None or a Python number in [1e-30, 1e30] (the caller checks); p : None, a
+    Python number or a (B,) floating tensor; logprob : also compute the log-probabilities (one
+    more read of each row); rounds : optional (B,) int32 receiving the reads each row's searches
+    took; cap : the gather capacity (tests), default FUSED_TOPP_CAP (64 under the interpreter).
+
+    Returns tokens (B,) int64 and log-probabilities (B,) float32 (uninitialised unless
+    ``logprob``).
+    """
+    batch, vocab = x.shape
+    small = interpreting()
+    cap = cap or (64 if small else FUSED_TOPP_CAP)
+    t = 1.0 if temperature is None else float(temperature)
+    token = torch.empty(batch, dtype=torch.int64, device=x.device)
+    logp = torch.empty(batch, dtype=torch.float32, device=x.device)
+    if rounds is None:
+        rounds = torch.empty(batch, dtype=torch.int32, device=x.device)
+    cand_val = torch.empty((batch, cap), dtype=torch.float32, device=x.device)
+    cand_idx = torch.empty((batch, cap), dtype=torch.int32, device=x.device)
+    p_ptr, p_bits, p_array = _f64_param(p, u)
+    launch(fused_topp_sample_kernel, (batch,),
+           x, p_ptr, u, vocab, x.stride(0), 1.0 / t, _f64_bits(t), p_bits,
+           cand_val, cand_idx, token, logp, rounds,
+           HAS_P=p is not None, P_ARRAY=p_array, LOGPROB=logprob, NP=16, CAP=cap,
+           BLOCK=128 if small else 1024, MAX_ROUNDS=24, num_warps=8)
     return token, logp
 
 

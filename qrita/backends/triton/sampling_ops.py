@@ -49,7 +49,7 @@ import triton
 import triton.language as tl
 
 from qrita.backends.triton import ops
-from qrita.backends.triton.launch import launch_fused_sample
+from qrita.backends.triton.launch import launch_fused_sample, launch_fused_topp_sample
 from qrita.backends.triton.one_launch import SORT_MAX
 from qrita.backends.triton.philox import uniforms as philox_uniforms
 from qrita.reference.sampling import Candidates
@@ -506,19 +506,32 @@ def _width(max_candidates: int | None, vocab: int) -> int:
 FUSED_T_MIN, FUSED_T_MAX = 1e-30, 1e30  # temperatures whose x / t keeps the row's own order
 
 
-def _fused(x: torch.Tensor, k: Row, temperature: Row) -> bool:
-    """Whether :func:`sample_with_uniforms` takes the fused one-launch sampler (opt-in,
-    ``QRITA_FUSED_SAMPLER=1``, until measured on a GPU): float32 / bfloat16 / float16 logits, a
-    scalar k with 1 <= k <= SORT_MAX and k < V, and a temperature that is None or one number in
-    [1e-30, 1e30] (per-row temperatures could merge entries into new ties by overflow or
-    underflow, which only the multi-call path handles); any p and min-p."""
-    if os.environ.get("QRITA_FUSED_SAMPLER", "0") != "1" or x.dtype not in ops.SUPPORTED_DTYPES:
-        return False
-    if k is None or isinstance(k, torch.Tensor) or not 1 <= int(k) <= min(SORT_MAX, x.shape[1] - 1):
+def _fused_enabled(x: torch.Tensor, temperature: Row) -> bool:
+    """The fused samplers' shared conditions: ``QRITA_FUSED_SAMPLER`` not ``0`` (the default is
+    on; 0 forces the multi-call path), float32 / bfloat16 / float16 logits, and a temperature that
+    is None or one number in [1e-30, 1e30] (per-row temperatures could merge entries into new
+    ties by overflow or underflow, which only the multi-call path handles)."""
+    if os.environ.get("QRITA_FUSED_SAMPLER", "1") == "0" or x.dtype not in ops.SUPPORTED_DTYPES:
         return False
     if isinstance(temperature, torch.Tensor):
         return False
     return temperature is None or FUSED_T_MIN <= float(temperature) <= FUSED_T_MAX
+
+
+def _fused(x: torch.Tensor, k: Row, temperature: Row) -> bool:
+    """Whether :func:`sample_with_uniforms` takes the fused top-k-bounded sampler: a scalar k
+    with 1 <= k <= SORT_MAX and k < V (and :func:`_fused_enabled`); any p and min-p."""
+    if k is None or isinstance(k, torch.Tensor) or not 1 <= int(k) <= min(SORT_MAX, x.shape[1] - 1):
+        return False
+    return _fused_enabled(x, temperature)
+
+
+def _fused_topp(x: torch.Tensor, k: Row, min_p: Row, temperature: Row) -> bool:
+    """Whether :func:`sample_with_uniforms` takes the fused top-p sampler: top-k off (None, or a
+    scalar k <= 0 or >= V), min-p off (None), any p (and :func:`_fused_enabled`)."""
+    if isinstance(k, torch.Tensor) or (k is not None and 0 < int(k) < x.shape[1]):
+        return False
+    return min_p is None and _fused_enabled(x, temperature)
 
 
 def _row_param(v: Row, batch: int) -> float | torch.Tensor | None:
@@ -647,6 +660,10 @@ def sample_with_uniforms(
     if _fused(x, k, temperature):
         token, logp = launch_fused_sample(x, int(k), u, temperature, _row_param(p, batch),
                                           _row_param(min_p, batch))
+        return (token, logp.to(out)) if return_logprob else token
+    if _fused_topp(x, k, min_p, temperature):
+        token, logp = launch_fused_topp_sample(x, u, temperature, _row_param(p, batch),
+                                               logprob=return_logprob)
         return (token, logp.to(out)) if return_logprob else token
     prep = _Prepared(x, k, p, min_p, temp)
     n1, kept = prep.count_and_kept(want_set=return_logprob)

@@ -1,0 +1,322 @@
+"""``@triton.jit`` kernel of the fused top-p sampler (docs/sampling.md, "fused path"): k off.
+Imports triton only.
+
+``fused_topp_sample_kernel``, grid (B,), one program per row, no V-sized output. The draw is two
+*mass searches* over the row's rank order (docs/sampling.md steps 2 and 5):
+
+- top-p keeps the entries before the first entry j whose cumulative mass c_j reaches p x Z (Z:
+  the row's mass); that entry is the last one kept and M_k = c_j is the kept mass;
+- the token is the first entry whose c_j exceeds u x M_k.
+
+Each search narrows a key interval (lo, hi] that holds the crossing entry, one read of the row per
+round: 16 pivots (the interval's lower end, 11 spread evenly over its values, 4 over its keys, so
+every round shrinks it at least 5-fold), the count and mass above each, then the interval snapped
+onto the keys that occur. When at most CAP entries are left inside, one more read gathers them
+(value and index) into a per-row scratch, they are sorted by rank in registers (one int64 key per
+entry: rank key x 2^32 + (2^32 - 1 - index)) and the crossing is found by a cumulative sum. An
+interval of one value with more than CAP copies (ties) locates the crossing copy arithmetically
+(equal weights) and gathers from there.
+
+Masses are float32 weights exp((x - max) / t) (t: the scalar temperature), summed in float32
+inside a tile and float64 across tiles; the targets come from the same sums, so the answer
+differs from the float64 reference only within docs/sampling.md's margins. +inf rows weigh their
++inf entries 1 (the search then ends on one value); rows without mass draw their first entry.
+"""
+
+import triton
+import triton.language as tl
+
+from qrita.backends.triton.fused_sample import _row_param
+from qrita.backends.triton.primitives import KEY_MAX, KEY_NAN, key_to_value, order_key
+
+PAD_KEY = tl.constexpr(-(2**63))  # below every packed (rank key, index)
+
+
+@triton.jit
+def _weight(x, row_max, inv_t, inf_mode):
+    """float32 weights: exp((x - row_max) * inv_t) for finite x, else 0; +inf rows weigh +inf 1."""
+    finite = tl.abs(x) < float("inf")
+    w = tl.where(finite, tl.exp((tl.where(finite, x, 0.0) - tl.where(finite, row_max, 0.0))
+                                * inv_t), 0.0)
+    return tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), w)
+
+
+@triton.jit
+def _first_pass(row_ptr, V, BLOCK: tl.constexpr):
+    """One read: the largest and smallest finite value, the number of +inf and of NaN entries,
+    and the first entry of the order (largest key, lowest index; an all-NaN row gives 0)."""
+    lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
+    lane_min = tl.full([BLOCK], float("inf"), tl.float32)
+    n_pinf = tl.zeros([BLOCK], tl.int32)
+    n_nan = tl.zeros([BLOCK], tl.int32)
+    best_key = tl.full([BLOCK], KEY_NAN, tl.int32)
+    best_idx = tl.full([BLOCK], KEY_MAX, tl.int32)
+    for start in range(0, V, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        valid = offs < V
+        x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+        finite = valid & (tl.abs(x) < float("inf"))
+        lane_max = tl.maximum(lane_max, tl.where(finite, x, -float("inf")))
+        lane_min = tl.minimum(lane_min, tl.where(finite, x, float("inf")))
+        n_pinf += (valid & (x == float("inf"))).to(tl.int32)
+        n_nan += (valid & (x != x)).to(tl.int32)
+        key = order_key(x)
+        better = valid & ((key > best_key) | ((key == best_key) & (offs < best_idx)))
+        best_key = tl.where(better, key, best_key)
+        best_idx = tl.where(better, offs, best_idx)
+    top_key = tl.max(best_key, axis=0)
+    first = tl.min(tl.where(best_key == top_key, best_idx, KEY_MAX), axis=0)
+    return (tl.max(lane_max, axis=0), tl.min(lane_min, axis=0), tl.sum(n_pinf, axis=0),
+            tl.sum(n_nan, axis=0), top_key, first)
+
+
+@triton.jit
+def _pivots(lo, hi, v_floor, NP: tl.constexpr):
+    """16-ish pivots (int64 keys) in [lo, hi): lane 0 is lo, lanes 1..NP-5 even in value between
+    the interval's lowest value (at least v_floor) and its highest, the last 4 even in key."""
+    lanes = tl.arange(0, NP)
+    NV: tl.constexpr = NP - 5
+    kpiv = lo + ((hi - lo) * (lanes - NV).to(tl.int64)) // 5
+    v_lo = tl.maximum(key_to_value(tl.maximum(lo + 1, -2139095040).to(tl.int32)), v_floor)
+    v_hi = key_to_value(hi.to(tl.int32))
+    use_v = (tl.abs(v_lo) < float("inf")) & (tl.abs(v_hi) < float("inf")) & (v_hi > v_lo)
+    frac = lanes.to(tl.float32) / (NV + 1)
+    vpiv = order_key(v_lo + (v_hi - v_lo) * frac).to(tl.int64)
+    vpiv = tl.where(use_v, vpiv, lo)
+    piv = tl.where(lanes > NV, kpiv, tl.where(lanes == 0, lo, vpiv))
+    return tl.minimum(tl.maximum(piv, lo), hi - 1)
+
+
+@triton.jit
+def _round(row_ptr, V, piv, lo, hi, row_max, inv_t, inf_mode, NP: tl.constexpr,
+           BLOCK: tl.constexpr):
+    """One read: count and mass (float64) above each pivot, and the lowest and highest key
+    inside (lo, hi]."""
+    counts = tl.zeros([NP], dtype=tl.int32)
+    masses = tl.zeros([NP], dtype=tl.float64)
+    key_min = KEY_MAX
+    key_max = KEY_NAN
+    piv32 = piv.to(tl.int32)
+    lo32 = lo.to(tl.int32)
+    hi32 = hi.to(tl.int32)
+    for start in range(0, V, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        valid = offs < V
+        x = tl.load(row_ptr + offs, mask=valid, other=float("nan")).to(tl.float32)
+        key = order_key(x)
+        w = _weight(x, row_max, inv_t, inf_mode)
+        above = key[:, None] > piv32[None, :]  # NaN (and the padding) never above a pivot
+        counts += tl.sum(above.to(tl.int32), axis=0)
+        masses += tl.sum(tl.where(above, w[:, None], 0.0), axis=0).to(tl.float64)
+        inside = (key > lo32) & (key <= hi32)
+        key_min = tl.minimum(key_min, tl.min(tl.where(inside, key, KEY_MAX), axis=0))
+        key_max = tl.maximum(key_max, tl.max(tl.where(inside, key, KEY_NAN), axis=0))
+    return counts, masses, key_min, key_max
+
+
+@triton.jit
+def _gather(row_ptr, V, lo, hi, skip, cand_val, cand_idx, CAP: tl.constexpr,
+            BLOCK: tl.constexpr):
+    """One read: the entries with key in (lo, hi], in index order, from the skip-th on (at most
+    CAP), into cand_val (float32) / cand_idx (int32)."""
+    lo32 = lo.to(tl.int32)
+    hi32 = hi.to(tl.int32)
+    seen = skip * 0
+    for start in range(0, V, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        valid = offs < V
+        x = tl.load(row_ptr + offs, mask=valid, other=float("nan")).to(tl.float32)
+        key = order_key(x)
+        inside = valid & (key > lo32) & (key <= hi32)
+        slot = seen + tl.cumsum(inside.to(tl.int32), axis=0) - 1 - skip
+        keep = inside & (slot >= 0) & (slot < CAP)
+        tl.store(cand_val + slot, x, mask=keep)
+        tl.store(cand_idx + slot, offs, mask=keep)
+        seen += tl.sum(inside.to(tl.int32), axis=0)
+
+
+@triton.jit
+def mass_search(row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, frac, tau,
+                cand_val, cand_idx, STRICT: tl.constexpr, NP: tl.constexpr, CAP: tl.constexpr,
+                BLOCK: tl.constexpr, MAX_ROUNDS: tl.constexpr):
+    """The first entry of the row's order whose cumulative mass c_j reaches the target (c_j >=
+    target; STRICT: c_j > target), among entries of positive weight.
+
+    The target is ``tau`` if tau >= 0, else ``frac`` x the row's mass (as this search sums it).
+    Returns the entry's rank key, index (-1 if none was found), c_j, its weight, the row's mass
+    (-1 when tau was given and no round measured it) and the number of rounds (reads) used.
+    """
+    lo = (n_nan * 0).to(tl.int64) + KEY_NAN  # NaN entries (weight 0, last) stay outside
+    hi = top_key.to(tl.int64)
+    cnt_lo = V - n_nan
+    cnt_hi = n_nan * 0
+    mass_hi = (n_nan * 0).to(tl.float64)
+    total = mass_hi - 1.0
+    n_in = cnt_lo - cnt_hi
+    rounds = n_nan * 0
+    lanes = tl.arange(0, NP)
+    while (n_in > CAP) & (hi - lo > 1) & (rounds < MAX_ROUNDS):
+        piv = _pivots(lo, hi, v_floor, NP)
+        counts, masses, key_min, key_max = _round(row_ptr, V, piv, lo, hi, row_max, inv_t,
+                                                  inf_mode, NP, BLOCK)
+        if rounds == 0:  # lane 0 is the initial lo: the row's mass
+            total = tl.sum(tl.where(lanes == 0, masses, 0.0), axis=0)
+            if tau < 0.0:
+                tau = frac * total
+        if STRICT:
+            holds = masses > tau
+        else:
+            holds = masses >= tau
+        holds = holds | (piv <= lo)
+        new_hi = tl.min(tl.where(holds, hi, piv), axis=0)
+        holds = holds & (piv < new_hi)
+        new_lo = tl.max(tl.where(holds, piv, lo), axis=0)
+        at_hi = (piv == new_hi) & (new_hi < hi)
+        cnt_hi = tl.where(tl.max(at_hi.to(tl.int32), axis=0) > 0,
+                          tl.max(tl.where(at_hi, counts, -1), axis=0), cnt_hi)
+        mass_hi = tl.where(tl.max(at_hi.to(tl.int32), axis=0) > 0,
+                           tl.max(tl.where(at_hi, masses, -1.0), axis=0), mass_hi)
+        at_lo = (piv == new_lo) & (new_lo > lo)
+        cnt_lo = tl.where(tl.max(at_lo.to(tl.int32), axis=0) > 0,
+                          tl.max(tl.where(at_lo, counts, -1), axis=0), cnt_lo)
+        # snap onto the keys that occur in the old interval (no entry lies between)
+        lo = tl.maximum(new_lo, key_min.to(tl.int64) - 1)
+        hi = tl.minimum(new_hi, key_max.to(tl.int64))
+        n_in = cnt_lo - cnt_hi
+        rounds += 1
+    # one value left with more copies than CAP: the crossing copy from the equal weights
+    target = tau
+    w_one = _weight(key_to_value(hi.to(tl.int32)), row_max, inv_t, inf_mode).to(tl.float64)
+    skip = n_in * 0
+    if (n_in > CAP) & (hi - lo == 1) & (tau >= 0.0):
+        need = (target - mass_hi) / tl.where(w_one > 0.0, w_one, 1.0)
+        if STRICT:
+            copies = tl.floor(need)
+        else:
+            copies = tl.ceil(need) - 1.0
+        copies = tl.minimum(tl.maximum(copies, 0.0), (n_in - 1).to(tl.float64))
+        skip = tl.where(w_one > 0.0, copies.to(tl.int32), 0)
+    _gather(row_ptr, V, lo, hi, skip, cand_val, cand_idx, CAP, BLOCK)
+    tl.debug_barrier()  # the gathered entries are visible to every thread
+    j = tl.arange(0, CAP)
+    n = tl.minimum(n_in - skip, CAP)
+    valid = j < n
+    gidx = tl.load(cand_idx + j, mask=valid, other=0)
+    gkey = order_key(tl.load(cand_val + j, mask=valid, other=0.0))
+    packed = gkey.to(tl.int64) * 4294967296 + (4294967295 - gidx.to(tl.int64))
+    packed = tl.where(valid, packed, PAD_KEY)
+    ordered = tl.sort(packed, descending=True)
+    s_idx = (4294967295 - (ordered & 4294967295)).to(tl.int32)
+    s_key = (ordered >> 32).to(tl.int32)
+    s_w = tl.where(valid, _weight(key_to_value(s_key), row_max, inv_t, inf_mode), 0.0)
+    base = mass_hi + skip.to(tl.float64) * w_one
+    cum = base + tl.cumsum(s_w.to(tl.float64), axis=0)
+    if total < 0.0:
+        if rounds == 0:  # no round ran: everything (but NaN) was gathered
+            total = tl.max(tl.where(valid, cum, 0.0), axis=0)
+    if tau < 0.0:
+        target = frac * total
+    if STRICT:
+        before = valid & (cum <= target)
+    else:
+        before = valid & (cum < target)
+    pos = tl.sum(before.to(tl.int32), axis=0)
+    last_positive = tl.max(tl.where(valid & (s_w > 0.0), j, -1), axis=0)
+    pos = tl.minimum(pos, last_positive)
+    hit = j == pos
+    key_r = tl.sum(tl.where(hit, s_key, 0), axis=0)
+    idx_r = tl.where(pos >= 0, tl.sum(tl.where(hit, s_idx, 0), axis=0), -1)
+    cum_r = tl.sum(tl.where(hit, cum, 0.0), axis=0)
+    w_r = tl.sum(tl.where(hit, s_w, 0.0), axis=0)
+    tl.debug_barrier()  # the scratch may be reused by the next search
+    return key_r, idx_r, cum_r, w_r, total, rounds
+
+
+@triton.jit
+def _kept_mass64(row_ptr, V, row_max, t, inf_mode, key_p, idx_p, BLOCK: tl.constexpr):
+    """One read: the float64 mass (weights exp((x - row_max) / t) in float64, as the reference)
+    of the entries up to the kept prefix's last entry (rank key key_p, index idx_p)."""
+    acc = tl.zeros([BLOCK], dtype=tl.float64)
+    m64 = tl.where(inf_mode, 0.0, row_max).to(tl.float64)
+    for start in range(0, V, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        valid = offs < V
+        x = tl.load(row_ptr + offs, mask=valid, other=float("nan")).to(tl.float32)
+        key = order_key(x)
+        kept = (key > key_p) | ((key == key_p) & (offs <= idx_p))
+        finite = kept & (tl.abs(x) < float("inf"))
+        x64 = tl.where(finite, x, 0.0).to(tl.float64)
+        w = tl.where(finite, tl.exp((x64 - m64) / t), 0.0)
+        w = tl.where(inf_mode, tl.where(kept & (x == float("inf")), 1.0, 0.0).to(tl.float64), w)
+        acc += w
+    return tl.sum(acc, axis=0)
+
+
+@triton.jit
+def fused_topp_sample_kernel(
+    x_ptr, p_ptr, u_ptr,
+    V, stride_x, inv_t, t_bits, p_bits,
+    cand_val_ptr, cand_idx_ptr, token_ptr, logp_ptr, rounds_ptr,
+    HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, LOGPROB: tl.constexpr, NP: tl.constexpr,
+    CAP: tl.constexpr, BLOCK: tl.constexpr, MAX_ROUNDS: tl.constexpr,
+):
+    """One token per row, top-p (k off) at a scalar temperature, drawn with the row's uniform.
+
+    x_ptr : (B, V) float32 / bfloat16 / float16 logits, unit stride along V
+    p_ptr : (B,) floating when P_ARRAY, else the scalar p is ``p_bits`` (int64 bit pattern of a
+        float64); HAS_P False: top-p off
+    u_ptr : (B,) float32 uniforms in [0, 1); inv_t : 1 / temperature (float32, > 0); t_bits :
+        the temperature as the int64 bit pattern of a float64 (LOGPROB only)
+    cand_val_ptr / cand_idx_ptr : (B, CAP) float32 / int32 scratch
+    token_ptr : (B,) int64; logp_ptr : (B,) float32, written when LOGPROB (one more read: the
+        kept mass in float64, and log w_token = (x - max) / t in float64); rounds_ptr : (B,)
+        int32, the reads of the row the two searches took (a diagnostic)
+    """
+    row = tl.program_id(0)
+    row64 = (row * 0).to(tl.int64) + row
+    row_ptr = x_ptr + row64 * stride_x
+    cand_val = cand_val_ptr + row64 * CAP
+    cand_idx = cand_idx_ptr + row64 * CAP
+    row_max, row_min, n_pinf, n_nan, top_key, first = _first_pass(row_ptr, V, BLOCK)
+    inf_mode = n_pinf > 0
+    defined = inf_mode | (row_max > -float("inf"))
+    v_floor = tl.maximum(row_min, row_max - 104.0 / inv_t)
+    if HAS_P:
+        p = _row_param(p_ptr, p_bits, row64, P_ARRAY)
+    else:
+        p = (n_nan * 0).to(tl.float64) + 1.0
+    u = tl.load(u_ptr + row64).to(tl.float64)
+    p_on = (p < 1.0) & (p == p)
+    token = first
+    logp = (n_nan * 0).to(tl.float32)
+    rounds = n_nan * 0
+    if defined & ((p > 0.0) | (p != p)):  # p <= 0 keeps (and draws) the first entry alone
+        key_p = top_key * 0 + KEY_NAN
+        idx_p = V
+        w_p = (n_nan * 0).to(tl.float32) + 1.0
+        kept = p * 0.0 - 1.0
+        tau_u = p * 0.0 - 1.0
+        if p_on:
+            key_p, idx_p, kept, w_p, total_p, rounds_p = mass_search(
+                row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, p, kept,
+                cand_val, cand_idx, False, NP, CAP, BLOCK, MAX_ROUNDS)
+            tau_u = u * kept
+            rounds += rounds_p
+        key_u, idx_u, cum_u, w_u, total_u, rounds_u = mass_search(
+            row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, u, tau_u,
+            cand_val, cand_idx, True, NP, CAP, BLOCK, MAX_ROUNDS)
+        rounds += rounds_u
+        # a float32 rounding may step past the kept prefix (u close to 1): its last entry; no
+        # entry found (rounding, top-p off): the first entry (weight 1) keeps the support
+        past = (key_u < key_p) | ((key_u == key_p) & (idx_u > idx_p)) | (idx_u < 0) | (w_u <= 0.0)
+        token = tl.where(past, tl.where(p_on, idx_p, first), idx_u)
+        if LOGPROB:
+            t = (t_bits + row64 * 0).to(tl.float64, bitcast=True)
+            kept64 = _kept_mass64(row_ptr, V, row_max, t, inf_mode, key_p, idx_p, BLOCK)
+            x_tok = tl.load(row_ptr + token).to(tl.float64)
+            log_w = tl.where(inf_mode, 0.0, (x_tok - row_max.to(tl.float64)) / t)
+            logp = (log_w - tl.log(tl.where(kept64 > 0.0, kept64, 1.0))).to(tl.float32)
+    tl.store(token_ptr + row64, token.to(tl.int64))
+    if LOGPROB:
+        tl.store(logp_ptr + row64, logp)
+    tl.store(rounds_ptr + row64, rounds)
