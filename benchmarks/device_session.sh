@@ -4,7 +4,7 @@
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
-# default, GPU tests then the sampler bench)
+# default, GPU tests then the sampler bench; topp: the fused top-p sampler, 16 vs 8 pivots)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -137,4 +137,17 @@ if [[ $stage == sixth ]]; then  # fused samplers (top-k-bounded and top-p) as th
     --dtypes float32,bfloat16 --batch "${BENCH_B:-1,64,1024}" --peers torch_sort,flashinfer --graphs \
     --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench_sample.log" 2>&1
   echo "bench exit $?"; tail -c 5000 "$OUT/bench_sample.log"
+fi
+if [[ $stage == topp ]]; then  # the fused top-p sampler: its GPU tests, then 16 vs 8 pivots per round
+  t=tests/test_triton_sampling.py
+  timeout "${TESTS_S:-150}" python3 -m pytest -v -m gpu -p no:cacheprovider -rf --tb=short --timeout 140 \
+    "$t::test_gpu_fused_samplers_reproducible_invariant_capturable[None-0.9-None]" \
+    "$t::test_gpu_fused_samplers_reproducible_invariant_capturable[None-None-0.7]" 2>&1 \
+    | tee "$OUT/pytest_gpu_topp.log" | grep -E "PASSED|FAILED|^E |passed|failed" | cut -c1-300 | tail -20
+  for piv in 16 8; do
+    QRITA_TOPP_PIVOTS=$piv timeout "${BENCH_S:-100}" python3 benchmarks/bench.py --out "$OUT/topp_$piv" --ops sample \
+      --vocab 131072 --dtypes float32,bfloat16 --batch "${BENCH_B:-1,64,1024}" --scenarios topp0.9,topp0.99 \
+      --peers "" --graphs --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench_topp_$piv.log" 2>&1
+    echo "pivots=$piv exit $?"; grep -E "^sample|NO:" "$OUT/bench_topp_$piv.log" | cut -c1-200
+  done
 fi

@@ -72,11 +72,13 @@ def _first_pass(row_ptr, V, BLOCK: tl.constexpr):
 
 @triton.jit
 def _pivots(lo, hi, v_floor, NP: tl.constexpr):
-    """16-ish pivots (int64 keys) in [lo, hi): lane 0 is lo, lanes 1..NP-5 even in value between
-    the interval's lowest value (at least v_floor) and its highest, the last 4 even in key."""
+    """NP pivots (int64 keys) in [lo, hi): lane 0 is lo, the next NP - 1 - NP // 4 even in value
+    between the interval's lowest value (at least v_floor) and its highest, the last NP // 4 even
+    in key (so every round shrinks the interval at least NP // 4 + 1-fold)."""
     lanes = tl.arange(0, NP)
-    NV: tl.constexpr = NP - 5
-    kpiv = lo + ((hi - lo) * (lanes - NV).to(tl.int64)) // 5
+    NK: tl.constexpr = NP // 4
+    NV: tl.constexpr = NP - 1 - NK
+    kpiv = lo + ((hi - lo) * (lanes - NV).to(tl.int64)) // (NK + 1)
     v_lo = tl.maximum(key_to_value(tl.maximum(lo + 1, -2139095040).to(tl.int32)), v_floor)
     v_hi = key_to_value(hi.to(tl.int32))
     use_v = (tl.abs(v_lo) < float("inf")) & (tl.abs(v_hi) < float("inf")) & (v_hi > v_lo)
@@ -89,60 +91,108 @@ def _pivots(lo, hi, v_floor, NP: tl.constexpr):
 
 @triton.jit
 def _round(row_ptr, V, piv, lo, hi, row_max, inv_t, inf_mode, NP: tl.constexpr,
-           BLOCK: tl.constexpr):
+           BLOCK: tl.constexpr, FOLD: tl.constexpr):
     """One read: count and mass (float64) above each pivot, and the lowest and highest key
-    inside (lo, hi]."""
-    counts = tl.zeros([NP], dtype=tl.int32)
+    inside (lo, hi]. Each lane accumulates its own entries (float32 over FOLD tiles, then folded
+    into float64), so the threads synchronise once per FOLD tiles, not per tile."""
+    lane_counts = tl.zeros([BLOCK, NP], dtype=tl.int32)
     masses = tl.zeros([NP], dtype=tl.float64)
-    key_min = KEY_MAX
-    key_max = KEY_NAN
+    key_min = tl.full([BLOCK], KEY_MAX, tl.int32)
+    key_max = tl.full([BLOCK], KEY_NAN, tl.int32)
     piv32 = piv.to(tl.int32)
     lo32 = lo.to(tl.int32)
     hi32 = hi.to(tl.int32)
-    for start in range(0, V, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        valid = offs < V
-        x = tl.load(row_ptr + offs, mask=valid, other=float("nan")).to(tl.float32)
-        key = order_key(x)
-        w = _weight(x, row_max, inv_t, inf_mode)
-        above = key[:, None] > piv32[None, :]  # NaN (and the padding) never above a pivot
-        counts += tl.sum(above.to(tl.int32), axis=0)
-        masses += tl.sum(tl.where(above, w[:, None], 0.0), axis=0).to(tl.float64)
-        inside = (key > lo32) & (key <= hi32)
-        key_min = tl.minimum(key_min, tl.min(tl.where(inside, key, KEY_MAX), axis=0))
-        key_max = tl.maximum(key_max, tl.max(tl.where(inside, key, KEY_NAN), axis=0))
-    return counts, masses, key_min, key_max
+    for chunk in range(0, V, BLOCK * FOLD):
+        lane_mass = tl.zeros([BLOCK, NP], dtype=tl.float32)
+        for tile in tl.static_range(FOLD):
+            offs = chunk + tile * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(row_ptr + offs, mask=offs < V, other=float("nan")).to(tl.float32)
+            key = order_key(x)
+            w = _weight(x, row_max, inv_t, inf_mode)
+            above = key[:, None] > piv32[None, :]  # NaN (and the padding) never above a pivot
+            lane_counts += above.to(tl.int32)
+            lane_mass += tl.where(above, w[:, None], 0.0)
+            inside = (key > lo32) & (key <= hi32)
+            key_min = tl.minimum(key_min, tl.where(inside, key, KEY_MAX))
+            key_max = tl.maximum(key_max, tl.where(inside, key, KEY_NAN))
+        masses += tl.sum(lane_mass, axis=0).to(tl.float64)
+    return (tl.sum(lane_counts, axis=0), masses, tl.min(key_min, axis=0),
+            tl.max(key_max, axis=0))
 
 
 @triton.jit
-def _gather(row_ptr, V, lo, hi, skip, cand_val, cand_idx, CAP: tl.constexpr,
+def _gather(row_ptr, V, lo, hi, skip, counter, cand_val, cand_idx, CAP: tl.constexpr,
             BLOCK: tl.constexpr):
-    """One read: the entries with key in (lo, hi], in index order, from the skip-th on (at most
-    CAP), into cand_val (float32) / cand_idx (int32)."""
+    """One read: the entries with key in (lo, hi] into cand_val (float32) / cand_idx (int32).
+
+    skip == 0 (all of them, at most CAP): in any order, each taking a slot from an atomic counter
+    (the caller sorts them, so the order does not matter); skip > 0 (one value's copies): in
+    index order, from the skip-th on, at most CAP."""
     lo32 = lo.to(tl.int32)
     hi32 = hi.to(tl.int32)
-    seen = skip * 0
-    for start in range(0, V, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        valid = offs < V
-        x = tl.load(row_ptr + offs, mask=valid, other=float("nan")).to(tl.float32)
-        key = order_key(x)
-        inside = valid & (key > lo32) & (key <= hi32)
-        slot = seen + tl.cumsum(inside.to(tl.int32), axis=0) - 1 - skip
-        keep = inside & (slot >= 0) & (slot < CAP)
-        tl.store(cand_val + slot, x, mask=keep)
-        tl.store(cand_idx + slot, offs, mask=keep)
-        seen += tl.sum(inside.to(tl.int32), axis=0)
+    if skip == 0:
+        tl.store(counter, 0)
+        tl.debug_barrier()
+        for start in range(0, V, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            valid = offs < V
+            x = tl.load(row_ptr + offs, mask=valid, other=float("nan")).to(tl.float32)
+            key = order_key(x)
+            inside = valid & (key > lo32) & (key <= hi32)
+            slot = tl.atomic_add(counter + offs * 0, 1, mask=inside, sem="relaxed")
+            keep = inside & (slot < CAP)
+            tl.store(cand_val + slot, x, mask=keep)
+            tl.store(cand_idx + slot, offs, mask=keep)
+    else:
+        seen = skip * 0
+        for start in range(0, V, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            valid = offs < V
+            x = tl.load(row_ptr + offs, mask=valid, other=float("nan")).to(tl.float32)
+            key = order_key(x)
+            inside = valid & (key > lo32) & (key <= hi32)
+            slot = seen + tl.cumsum(inside.to(tl.int32), axis=0) - 1 - skip
+            keep = inside & (slot >= 0) & (slot < CAP)
+            tl.store(cand_val + slot, x, mask=keep)
+            tl.store(cand_idx + slot, offs, mask=keep)
+            seen += tl.sum(inside.to(tl.int32), axis=0)
+
+
+@triton.jit
+def _narrow(piv, counts, masses, tau, lo, hi, cnt_lo, cnt_hi, mass_hi, STRICT: tl.constexpr):
+    """The sub-interval of (lo, hi] between the pivots that bracket the crossing (mass above a
+    pivot reaches the target: the crossing lies above it), with the counts above its ends and
+    the mass above its upper end."""
+    if STRICT:
+        holds = masses > tau
+    else:
+        holds = masses >= tau
+    holds = holds | (piv <= lo)
+    new_hi = tl.min(tl.where(holds, hi, piv), axis=0)
+    holds = holds & (piv < new_hi)
+    new_lo = tl.max(tl.where(holds, piv, lo), axis=0)
+    at_hi = (piv == new_hi) & (new_hi < hi)
+    found_hi = tl.max(at_hi.to(tl.int32), axis=0) > 0
+    cnt_hi = tl.where(found_hi, tl.max(tl.where(at_hi, counts, -1), axis=0), cnt_hi)
+    mass_hi = tl.where(found_hi, tl.max(tl.where(at_hi, masses, -1.0), axis=0), mass_hi)
+    at_lo = (piv == new_lo) & (new_lo > lo)
+    cnt_lo = tl.where(tl.max(at_lo.to(tl.int32), axis=0) > 0,
+                      tl.max(tl.where(at_lo, counts, -1), axis=0), cnt_lo)
+    return new_lo, new_hi, cnt_lo, cnt_hi, mass_hi
 
 
 @triton.jit
 def mass_search(row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, frac, tau,
-                cand_val, cand_idx, STRICT: tl.constexpr, NP: tl.constexpr, CAP: tl.constexpr,
-                BLOCK: tl.constexpr, MAX_ROUNDS: tl.constexpr):
+                counter, cand_val, cand_idx, table_piv, table_cnt, table_mass, table_rounds,
+                STRICT: tl.constexpr, NP: tl.constexpr, CAP: tl.constexpr, BLOCK: tl.constexpr,
+                FOLD: tl.constexpr, MAX_ROUNDS: tl.constexpr, TABLE_ROUNDS: tl.constexpr):
     """The first entry of the row's order whose cumulative mass c_j reaches the target (c_j >=
     target; STRICT: c_j > target), among entries of positive weight.
 
     The target is ``tau`` if tau >= 0, else ``frac`` x the row's mass (as this search sums it).
+    The first ``table_rounds`` (<= TABLE_ROUNDS) rounds of an earlier search over the same row
+    (their pivots, counts and masses in table_*) narrow the start; this search's first
+    TABLE_ROUNDS rounds are written there.
     Returns the entry's rank key, index (-1 if none was found), c_j, its weight, the row's mass
     (-1 when tau was given and no round measured it) and the number of rounds (reads) used.
     """
@@ -152,33 +202,32 @@ def mass_search(row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, f
     cnt_hi = n_nan * 0
     mass_hi = (n_nan * 0).to(tl.float64)
     total = mass_hi - 1.0
+    if table_rounds > 0:  # an earlier search's pivots: facts about the same row
+        slots = tl.arange(0, TABLE_ROUNDS * NP)
+        known = slots < table_rounds * NP
+        t_piv = tl.load(table_piv + slots, mask=known, other=KEY_NAN)
+        t_cnt = tl.load(table_cnt + slots, mask=known, other=0)
+        t_mass = tl.load(table_mass + slots, mask=known, other=0.0)
+        lo, hi, cnt_lo, cnt_hi, mass_hi = _narrow(t_piv, t_cnt, t_mass, tau, lo, hi, cnt_lo,
+                                                  cnt_hi, mass_hi, STRICT)
+    from_start = lo == KEY_NAN
     n_in = cnt_lo - cnt_hi
     rounds = n_nan * 0
     lanes = tl.arange(0, NP)
     while (n_in > CAP) & (hi - lo > 1) & (rounds < MAX_ROUNDS):
         piv = _pivots(lo, hi, v_floor, NP)
         counts, masses, key_min, key_max = _round(row_ptr, V, piv, lo, hi, row_max, inv_t,
-                                                  inf_mode, NP, BLOCK)
-        if rounds == 0:  # lane 0 is the initial lo: the row's mass
+                                                  inf_mode, NP, BLOCK, FOLD)
+        if rounds < TABLE_ROUNDS:
+            tl.store(table_piv + rounds * NP + lanes, piv)
+            tl.store(table_cnt + rounds * NP + lanes, counts)
+            tl.store(table_mass + rounds * NP + lanes, masses)
+        if (rounds == 0) & from_start:  # lane 0 is the initial lo: the row's mass
             total = tl.sum(tl.where(lanes == 0, masses, 0.0), axis=0)
             if tau < 0.0:
                 tau = frac * total
-        if STRICT:
-            holds = masses > tau
-        else:
-            holds = masses >= tau
-        holds = holds | (piv <= lo)
-        new_hi = tl.min(tl.where(holds, hi, piv), axis=0)
-        holds = holds & (piv < new_hi)
-        new_lo = tl.max(tl.where(holds, piv, lo), axis=0)
-        at_hi = (piv == new_hi) & (new_hi < hi)
-        cnt_hi = tl.where(tl.max(at_hi.to(tl.int32), axis=0) > 0,
-                          tl.max(tl.where(at_hi, counts, -1), axis=0), cnt_hi)
-        mass_hi = tl.where(tl.max(at_hi.to(tl.int32), axis=0) > 0,
-                           tl.max(tl.where(at_hi, masses, -1.0), axis=0), mass_hi)
-        at_lo = (piv == new_lo) & (new_lo > lo)
-        cnt_lo = tl.where(tl.max(at_lo.to(tl.int32), axis=0) > 0,
-                          tl.max(tl.where(at_lo, counts, -1), axis=0), cnt_lo)
+        new_lo, new_hi, cnt_lo, cnt_hi, mass_hi = _narrow(piv, counts, masses, tau, lo, hi,
+                                                          cnt_lo, cnt_hi, mass_hi, STRICT)
         # snap onto the keys that occur in the old interval (no entry lies between)
         lo = tl.maximum(new_lo, key_min.to(tl.int64) - 1)
         hi = tl.minimum(new_hi, key_max.to(tl.int64))
@@ -196,7 +245,7 @@ def mass_search(row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, f
             copies = tl.ceil(need) - 1.0
         copies = tl.minimum(tl.maximum(copies, 0.0), (n_in - 1).to(tl.float64))
         skip = tl.where(w_one > 0.0, copies.to(tl.int32), 0)
-    _gather(row_ptr, V, lo, hi, skip, cand_val, cand_idx, CAP, BLOCK)
+    _gather(row_ptr, V, lo, hi, skip, counter, cand_val, cand_idx, CAP, BLOCK)
     tl.debug_barrier()  # the gathered entries are visible to every thread
     j = tl.arange(0, CAP)
     n = tl.minimum(n_in - skip, CAP)
@@ -212,7 +261,7 @@ def mass_search(row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, f
     base = mass_hi + skip.to(tl.float64) * w_one
     cum = base + tl.cumsum(s_w.to(tl.float64), axis=0)
     if total < 0.0:
-        if rounds == 0:  # no round ran: everything (but NaN) was gathered
+        if (rounds == 0) & from_start:  # no round ran: everything (but NaN) was gathered
             total = tl.max(tl.where(valid, cum, 0.0), axis=0)
     if tau < 0.0:
         target = frac * total
@@ -256,9 +305,11 @@ def _kept_mass64(row_ptr, V, row_max, t, inf_mode, key_p, idx_p, BLOCK: tl.const
 def fused_topp_sample_kernel(
     x_ptr, p_ptr, u_ptr,
     V, stride_x, inv_t, t_bits, p_bits,
-    cand_val_ptr, cand_idx_ptr, token_ptr, logp_ptr, rounds_ptr,
+    counter_ptr, cand_val_ptr, cand_idx_ptr, table_piv_ptr, table_cnt_ptr, table_mass_ptr,
+    token_ptr, logp_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, LOGPROB: tl.constexpr, NP: tl.constexpr,
-    CAP: tl.constexpr, BLOCK: tl.constexpr, MAX_ROUNDS: tl.constexpr,
+    CAP: tl.constexpr, BLOCK: tl.constexpr, FOLD: tl.constexpr, MAX_ROUNDS: tl.constexpr,
+    TABLE_ROUNDS: tl.constexpr,
 ):
     """One token per row, top-p (k off) at a scalar temperature, drawn with the row's uniform.
 
@@ -267,7 +318,9 @@ def fused_topp_sample_kernel(
         float64); HAS_P False: top-p off
     u_ptr : (B,) float32 uniforms in [0, 1); inv_t : 1 / temperature (float32, > 0); t_bits :
         the temperature as the int64 bit pattern of a float64 (LOGPROB only)
-    cand_val_ptr / cand_idx_ptr : (B, CAP) float32 / int32 scratch
+    counter_ptr : (B,) int32, cand_val_ptr / cand_idx_ptr : (B, CAP) float32 / int32, and
+        table_piv_ptr / table_cnt_ptr / table_mass_ptr : (B, TABLE_ROUNDS * NP) int64 / int32 /
+        float64: scratch (no zeroing needed)
     token_ptr : (B,) int64; logp_ptr : (B,) float32, written when LOGPROB (one more read: the
         kept mass in float64, and log w_token = (x - max) / t in float64); rounds_ptr : (B,)
         int32, the reads of the row the two searches took (a diagnostic)
@@ -277,6 +330,10 @@ def fused_topp_sample_kernel(
     row_ptr = x_ptr + row64 * stride_x
     cand_val = cand_val_ptr + row64 * CAP
     cand_idx = cand_idx_ptr + row64 * CAP
+    counter = counter_ptr + row64
+    table_piv = table_piv_ptr + row64 * (TABLE_ROUNDS * NP)
+    table_cnt = table_cnt_ptr + row64 * (TABLE_ROUNDS * NP)
+    table_mass = table_mass_ptr + row64 * (TABLE_ROUNDS * NP)
     row_max, row_min, n_pinf, n_nan, top_key, first = _first_pass(row_ptr, V, BLOCK)
     inf_mode = n_pinf > 0
     defined = inf_mode | (row_max > -float("inf"))
@@ -294,17 +351,20 @@ def fused_topp_sample_kernel(
         key_p = top_key * 0 + KEY_NAN
         idx_p = V
         w_p = (n_nan * 0).to(tl.float32) + 1.0
-        kept = p * 0.0 - 1.0
-        tau_u = p * 0.0 - 1.0
+        kept = (n_nan * 0).to(tl.float64) - 1.0  # not from p: p may be NaN (top-p off)
+        tau_u = kept
         if p_on:
             key_p, idx_p, kept, w_p, total_p, rounds_p = mass_search(
                 row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, p, kept,
-                cand_val, cand_idx, False, NP, CAP, BLOCK, MAX_ROUNDS)
+                counter, cand_val, cand_idx, table_piv, table_cnt, table_mass, rounds * 0,
+                False, NP, CAP, BLOCK, FOLD, MAX_ROUNDS, TABLE_ROUNDS)
             tau_u = u * kept
             rounds += rounds_p
         key_u, idx_u, cum_u, w_u, total_u, rounds_u = mass_search(
             row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, u, tau_u,
-            cand_val, cand_idx, True, NP, CAP, BLOCK, MAX_ROUNDS)
+            counter, cand_val, cand_idx, table_piv, table_cnt, table_mass,
+            tl.minimum(rounds, TABLE_ROUNDS), True, NP, CAP, BLOCK, FOLD, MAX_ROUNDS,
+            TABLE_ROUNDS)
         rounds += rounds_u
         # a float32 rounding may step past the kept prefix (u close to 1): its last entry; no
         # entry found (rounding, top-p off): the first entry (weight 1) keeps the support

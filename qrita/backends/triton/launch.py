@@ -386,6 +386,7 @@ def launch_fused_sample(x: torch.Tensor, k: int, u: torch.Tensor, temperature, p
 
 
 FUSED_TOPP_CAP = 1024  # entries a search gathers and sorts in registers (B x 8 KiB of scratch)
+FUSED_TOPP_TABLE = 8  # rounds of the top-p search whose pivots the draw's search starts from
 
 
 def _f64_bits(v: float) -> int:
@@ -403,6 +404,7 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     Python number or a (B,) floating tensor; logprob : also compute the log-probabilities (one
     more read of each row); rounds : optional (B,) int32 receiving the reads each row's searches
     took; cap : the gather capacity (tests), default FUSED_TOPP_CAP (64 under the interpreter).
+    ``QRITA_TOPP_PIVOTS`` (8 or 16, default 16): pivots per round (a measuring knob).
 
     Returns tokens (B,) int64 and log-probabilities (B,) float32 (uninitialised unless
     ``logprob``).
@@ -410,19 +412,27 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     batch, vocab = x.shape
     small = interpreting()
     cap = cap or (64 if small else FUSED_TOPP_CAP)
+    pivots = int(os.environ.get("QRITA_TOPP_PIVOTS", "16"))
     t = 1.0 if temperature is None else float(temperature)
-    token = torch.empty(batch, dtype=torch.int64, device=x.device)
-    logp = torch.empty(batch, dtype=torch.float32, device=x.device)
+    dev = x.device
+    token = torch.empty(batch, dtype=torch.int64, device=dev)
+    logp = torch.empty(batch, dtype=torch.float32, device=dev)
     if rounds is None:
-        rounds = torch.empty(batch, dtype=torch.int32, device=x.device)
-    cand_val = torch.empty((batch, cap), dtype=torch.float32, device=x.device)
-    cand_idx = torch.empty((batch, cap), dtype=torch.int32, device=x.device)
+        rounds = torch.empty(batch, dtype=torch.int32, device=dev)
+    counter = torch.empty(batch, dtype=torch.int32, device=dev)
+    cand_val = torch.empty((batch, cap), dtype=torch.float32, device=dev)
+    cand_idx = torch.empty((batch, cap), dtype=torch.int32, device=dev)
+    table = (batch, FUSED_TOPP_TABLE * pivots)
+    table_piv = torch.empty(table, dtype=torch.int64, device=dev)
+    table_cnt = torch.empty(table, dtype=torch.int32, device=dev)
+    table_mass = torch.empty(table, dtype=torch.float64, device=dev)
     p_ptr, p_bits, p_array = _f64_param(p, u)
     launch(fused_topp_sample_kernel, (batch,),
            x, p_ptr, u, vocab, x.stride(0), 1.0 / t, _f64_bits(t), p_bits,
-           cand_val, cand_idx, token, logp, rounds,
-           HAS_P=p is not None, P_ARRAY=p_array, LOGPROB=logprob, NP=16, CAP=cap,
-           BLOCK=128 if small else 1024, MAX_ROUNDS=24, num_warps=8)
+           counter, cand_val, cand_idx, table_piv, table_cnt, table_mass, token, logp, rounds,
+           HAS_P=p is not None, P_ARRAY=p_array, LOGPROB=logprob, NP=pivots, CAP=cap,
+           BLOCK=128 if small else 512, FOLD=2 if small else 8, MAX_ROUNDS=24,
+           TABLE_ROUNDS=FUSED_TOPP_TABLE, num_warps=8)
     return token, logp
 
 
