@@ -4,7 +4,8 @@
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
-# default, GPU tests then the sampler bench; topp: the fused top-p sampler, 16 vs 8 pivots)
+# default, GPU tests then the sampler bench; topp: the fused top-p sampler, 16 vs 8 pivots;
+# topp2: its tests and bench after the four-loads-in-flight change)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -150,4 +151,25 @@ if [[ $stage == topp ]]; then  # the fused top-p sampler: its GPU tests, then 16
       --peers "" --graphs --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench_topp_$piv.log" 2>&1
     echo "pivots=$piv exit $?"; grep -E "^sample|NO:" "$OUT/bench_topp_$piv.log" | cut -c1-200
   done
+fi
+if [[ $stage == toppsweep ]]; then  # the fused top-p sampler's launch: pivots x block x warps
+  for cfg in 8:512:8 8:1024:8 8:2048:16 4:1024:8 4:2048:8; do
+    IFS=: read -r piv blk wrp <<< "$cfg"
+    QRITA_TOPP_PIVOTS=$piv QRITA_TOPP_BLOCK=$blk QRITA_TOPP_WARPS=$wrp timeout 80 python3 benchmarks/bench.py \
+      --out "$OUT/sweep_${piv}_${blk}_${wrp}" --ops sample --vocab 131072 --dtypes float32,bfloat16 --batch 1,1024 \
+      --workloads zipf --scenarios topp0.9 --peers "" --warmup 5 --rep 20 --check-rows 4 --no-progress \
+      > "$OUT/sweep.log" 2>&1
+    echo "cfg=$cfg exit $?"; grep -E "^sample|NO:" "$OUT/sweep.log" | cut -c1-120
+  done
+fi
+if [[ $stage == topp2 ]]; then  # the fused top-p sampler at its defaults: GPU tests, then its bench
+  t=tests/test_triton_sampling.py
+  timeout "${TESTS_S:-110}" python3 -m pytest -v -m gpu -p no:cacheprovider -rf --tb=short --timeout 100 \
+    "$t::test_gpu_fused_samplers_reproducible_invariant_capturable[None-0.9-None]" \
+    "$t::test_gpu_fused_samplers_reproducible_invariant_capturable[None-None-0.7]" 2>&1 \
+    | tee "$OUT/pytest_gpu_topp2.log" | grep -E "PASSED|FAILED|^E |passed|failed" | cut -c1-300 | tail -20
+  timeout "${BENCH_S:-80}" python3 benchmarks/bench.py --out "$OUT/topp2" --ops sample --vocab 131072 \
+    --dtypes float32,bfloat16 --batch 1,64,1024 --scenarios topp0.9 --peers "" --graphs --warmup 5 \
+    --rep 20 --check-rows 4 --no-progress > "$OUT/bench_topp2.log" 2>&1
+  echo "bench exit $?"; grep -E "^sample|NO:" "$OUT/bench_topp2.log" | cut -c1-160
 fi

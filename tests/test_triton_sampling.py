@@ -730,11 +730,11 @@ def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, one_launc
 def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
     """With top-k off and min-p off, ``sample`` takes the fused top-p sampler (checked): two mass
     searches over the row, gathering at most 64 entries per search under the interpreter, so
-    V = 1023 needs several rounds (checked). Tokens and log-probabilities agree with the reference
+    V = 509 needs several rounds (checked). Tokens and log-probabilities agree with the reference
     on every generator family, with scalar, per-row, 0, tiny and off p, scalar temperatures and
     uniforms at 0, the top and in between."""
     taken = count_calls(so, "launch_fused_topp_sample")
-    V = 1023
+    V = 509
     x = _as_dtype(_stacked_families(V, dtype, 5), dtype)
     B = x.shape[0]
     cases = [
@@ -750,18 +750,19 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
         tokens, logp = so.sample_with_uniforms(
             _dev(x, dtype), _arg(u), args.get("k"), args.get("p"),
             temperature=args.get("temperature"), return_logprob=True)
-        tokens_only = so.sample_with_uniforms(
-            _dev(x, dtype), _arg(u), args.get("k"), args.get("p"),
-            temperature=args.get("temperature"))
         try:
-            assert torch.equal(tokens, tokens_only), "tokens differ with return_logprob"
+            if i in (0, 2, 5):  # the same tokens without the log-probabilities' extra read
+                tokens_only = so.sample_with_uniforms(
+                    _dev(x, dtype), _arg(u), args.get("k"), args.get("p"),
+                    temperature=args.get("temperature"))
+                assert torch.equal(tokens, tokens_only), "tokens differ with return_logprob"
             compare.assert_sampling_matches(
                 x, u.astype(np.float64), case.get("k"), case.get("p"),
                 temperature=case.get("temperature"), tokens=_host(tokens), logprobs=_host(logp))
         except AssertionError as err:
             failures.append(f"{case}: {err}")
     assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
-    assert len(taken) == 2 * len(cases)
+    assert len(taken) == len(cases) + 3
     # the searches took rounds over the row (not only the final gather) on most rows
     rounds = torch.zeros(B, dtype=torch.int32, device=DEVICE)
     launch_mod.launch_fused_topp_sample(_dev(x, dtype), _arg(_grid_uniforms(
@@ -778,7 +779,7 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
         compare.assert_sampling_matches(x, u.astype(np.float64), case.get("k"), case.get("p"),
                                         min_p=case.get("min_p"),
                                         temperature=case.get("temperature"), tokens=_host(tokens))
-    assert len(taken) == 2 * len(cases)
+    assert len(taken) == len(cases) + 3
 
 
 @pytest.mark.gpu

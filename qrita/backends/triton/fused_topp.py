@@ -42,6 +42,35 @@ def _weight(x, row_max, inv_t, inf_mode):
 
 
 @triton.jit
+def _first_tile(x, offs, valid, lane_max, lane_min, n_pinf, n_nan, best_key, best_idx):
+    finite = valid & (tl.abs(x) < float("inf"))
+    lane_max = tl.maximum(lane_max, tl.where(finite, x, -float("inf")))
+    lane_min = tl.minimum(lane_min, tl.where(finite, x, float("inf")))
+    n_pinf += (valid & (x == float("inf"))).to(tl.int32)
+    n_nan += (valid & (x != x)).to(tl.int32)
+    key = order_key(x)
+    better = valid & ((key > best_key) | ((key == best_key) & (offs < best_idx)))
+    best_key = tl.where(better, key, best_key)
+    best_idx = tl.where(better, offs, best_idx)
+    return lane_max, lane_min, n_pinf, n_nan, best_key, best_idx
+
+
+@triton.jit
+def _load4(row_ptr, start, V, BLOCK: tl.constexpr):
+    """Four consecutive tiles from ``start``, loaded before any is used (four loads in flight
+    per thread: one program per row is bound by memory latency otherwise). Padding is NaN."""
+    o0 = start + tl.arange(0, BLOCK)
+    o1 = o0 + BLOCK
+    o2 = o1 + BLOCK
+    o3 = o2 + BLOCK
+    x0 = tl.load(row_ptr + o0, mask=o0 < V, other=float("nan")).to(tl.float32)
+    x1 = tl.load(row_ptr + o1, mask=o1 < V, other=float("nan")).to(tl.float32)
+    x2 = tl.load(row_ptr + o2, mask=o2 < V, other=float("nan")).to(tl.float32)
+    x3 = tl.load(row_ptr + o3, mask=o3 < V, other=float("nan")).to(tl.float32)
+    return x0, x1, x2, x3, o0, o1, o2, o3
+
+
+@triton.jit
 def _first_pass(row_ptr, V, BLOCK: tl.constexpr):
     """One read: the largest and smallest finite value, the number of +inf and of NaN entries,
     and the first entry of the order (largest key, lowest index; an all-NaN row gives 0)."""
@@ -51,19 +80,16 @@ def _first_pass(row_ptr, V, BLOCK: tl.constexpr):
     n_nan = tl.zeros([BLOCK], tl.int32)
     best_key = tl.full([BLOCK], KEY_NAN, tl.int32)
     best_idx = tl.full([BLOCK], KEY_MAX, tl.int32)
-    for start in range(0, V, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        valid = offs < V
-        x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
-        finite = valid & (tl.abs(x) < float("inf"))
-        lane_max = tl.maximum(lane_max, tl.where(finite, x, -float("inf")))
-        lane_min = tl.minimum(lane_min, tl.where(finite, x, float("inf")))
-        n_pinf += (valid & (x == float("inf"))).to(tl.int32)
-        n_nan += (valid & (x != x)).to(tl.int32)
-        key = order_key(x)
-        better = valid & ((key > best_key) | ((key == best_key) & (offs < best_idx)))
-        best_key = tl.where(better, key, best_key)
-        best_idx = tl.where(better, offs, best_idx)
+    for start in range(0, V, 4 * BLOCK):
+        x0, x1, x2, x3, o0, o1, o2, o3 = _load4(row_ptr, start, V, BLOCK)
+        lane_max, lane_min, n_pinf, n_nan, best_key, best_idx = _first_tile(
+            x0, o0, o0 < V, lane_max, lane_min, n_pinf, n_nan, best_key, best_idx)
+        lane_max, lane_min, n_pinf, n_nan, best_key, best_idx = _first_tile(
+            x1, o1, o1 < V, lane_max, lane_min, n_pinf, n_nan, best_key, best_idx)
+        lane_max, lane_min, n_pinf, n_nan, best_key, best_idx = _first_tile(
+            x2, o2, o2 < V, lane_max, lane_min, n_pinf, n_nan, best_key, best_idx)
+        lane_max, lane_min, n_pinf, n_nan, best_key, best_idx = _first_tile(
+            x3, o3, o3 < V, lane_max, lane_min, n_pinf, n_nan, best_key, best_idx)
     top_key = tl.max(best_key, axis=0)
     first = tl.min(tl.where(best_key == top_key, best_idx, KEY_MAX), axis=0)
     return (tl.max(lane_max, axis=0), tl.min(lane_min, axis=0), tl.sum(n_pinf, axis=0),
@@ -90,11 +116,26 @@ def _pivots(lo, hi, v_floor, NP: tl.constexpr):
 
 
 @triton.jit
+def _round_tile(x, piv32, lo32, hi32, row_max, inv_t, inf_mode, lane_counts, lane_mass,
+                key_min, key_max):
+    key = order_key(x)
+    w = _weight(x, row_max, inv_t, inf_mode)
+    above = key[:, None] > piv32[None, :]  # NaN (and the padding) never above a pivot
+    lane_counts += above.to(tl.int32)
+    lane_mass += tl.where(above, w[:, None], 0.0)
+    inside = (key > lo32) & (key <= hi32)
+    key_min = tl.minimum(key_min, tl.where(inside, key, KEY_MAX))
+    key_max = tl.maximum(key_max, tl.where(inside, key, KEY_NAN))
+    return lane_counts, lane_mass, key_min, key_max
+
+
+@triton.jit
 def _round(row_ptr, V, piv, lo, hi, row_max, inv_t, inf_mode, NP: tl.constexpr,
            BLOCK: tl.constexpr, FOLD: tl.constexpr):
     """One read: count and mass (float64) above each pivot, and the lowest and highest key
     inside (lo, hi]. Each lane accumulates its own entries (float32 over FOLD tiles, then folded
-    into float64), so the threads synchronise once per FOLD tiles, not per tile."""
+    into float64), so the threads synchronise once per FOLD tiles, not per tile; tiles are
+    loaded four at a time (FOLD is a multiple of 4)."""
     lane_counts = tl.zeros([BLOCK, NP], dtype=tl.int32)
     masses = tl.zeros([NP], dtype=tl.float64)
     key_min = tl.full([BLOCK], KEY_MAX, tl.int32)
@@ -104,20 +145,35 @@ def _round(row_ptr, V, piv, lo, hi, row_max, inv_t, inf_mode, NP: tl.constexpr,
     hi32 = hi.to(tl.int32)
     for chunk in range(0, V, BLOCK * FOLD):
         lane_mass = tl.zeros([BLOCK, NP], dtype=tl.float32)
-        for tile in tl.static_range(FOLD):
-            offs = chunk + tile * BLOCK + tl.arange(0, BLOCK)
-            x = tl.load(row_ptr + offs, mask=offs < V, other=float("nan")).to(tl.float32)
-            key = order_key(x)
-            w = _weight(x, row_max, inv_t, inf_mode)
-            above = key[:, None] > piv32[None, :]  # NaN (and the padding) never above a pivot
-            lane_counts += above.to(tl.int32)
-            lane_mass += tl.where(above, w[:, None], 0.0)
-            inside = (key > lo32) & (key <= hi32)
-            key_min = tl.minimum(key_min, tl.where(inside, key, KEY_MAX))
-            key_max = tl.maximum(key_max, tl.where(inside, key, KEY_NAN))
+        for group in tl.static_range(FOLD // 4):
+            x0, x1, x2, x3, o0, o1, o2, o3 = _load4(row_ptr, chunk + group * 4 * BLOCK, V, BLOCK)
+            lane_counts, lane_mass, key_min, key_max = _round_tile(
+                x0, piv32, lo32, hi32, row_max, inv_t, inf_mode, lane_counts, lane_mass,
+                key_min, key_max)
+            lane_counts, lane_mass, key_min, key_max = _round_tile(
+                x1, piv32, lo32, hi32, row_max, inv_t, inf_mode, lane_counts, lane_mass,
+                key_min, key_max)
+            lane_counts, lane_mass, key_min, key_max = _round_tile(
+                x2, piv32, lo32, hi32, row_max, inv_t, inf_mode, lane_counts, lane_mass,
+                key_min, key_max)
+            lane_counts, lane_mass, key_min, key_max = _round_tile(
+                x3, piv32, lo32, hi32, row_max, inv_t, inf_mode, lane_counts, lane_mass,
+                key_min, key_max)
         masses += tl.sum(lane_mass, axis=0).to(tl.float64)
     return (tl.sum(lane_counts, axis=0), masses, tl.min(key_min, axis=0),
             tl.max(key_max, axis=0))
+
+
+@triton.jit
+def _gather_tile(x, offs, lo32, hi32, counter, cand_val, cand_idx, CAP: tl.constexpr):
+    """Entries of one tile with key in (lo, hi] into the slots an atomic counter hands out
+    (padding is NaN: never inside)."""
+    key = order_key(x)
+    inside = (key > lo32) & (key <= hi32)
+    slot = tl.atomic_add(counter + offs * 0, 1, mask=inside, sem="relaxed")
+    keep = inside & (slot < CAP)
+    tl.store(cand_val + slot, x, mask=keep)
+    tl.store(cand_idx + slot, offs, mask=keep)
 
 
 @triton.jit
@@ -133,16 +189,12 @@ def _gather(row_ptr, V, lo, hi, skip, counter, cand_val, cand_idx, CAP: tl.const
     if skip == 0:
         tl.store(counter, 0)
         tl.debug_barrier()
-        for start in range(0, V, BLOCK):
-            offs = start + tl.arange(0, BLOCK)
-            valid = offs < V
-            x = tl.load(row_ptr + offs, mask=valid, other=float("nan")).to(tl.float32)
-            key = order_key(x)
-            inside = valid & (key > lo32) & (key <= hi32)
-            slot = tl.atomic_add(counter + offs * 0, 1, mask=inside, sem="relaxed")
-            keep = inside & (slot < CAP)
-            tl.store(cand_val + slot, x, mask=keep)
-            tl.store(cand_idx + slot, offs, mask=keep)
+        for start in range(0, V, 4 * BLOCK):
+            x0, x1, x2, x3, o0, o1, o2, o3 = _load4(row_ptr, start, V, BLOCK)
+            _gather_tile(x0, o0, lo32, hi32, counter, cand_val, cand_idx, CAP)
+            _gather_tile(x1, o1, lo32, hi32, counter, cand_val, cand_idx, CAP)
+            _gather_tile(x2, o2, lo32, hi32, counter, cand_val, cand_idx, CAP)
+            _gather_tile(x3, o3, lo32, hi32, counter, cand_val, cand_idx, CAP)
     else:
         seen = skip * 0
         for start in range(0, V, BLOCK):

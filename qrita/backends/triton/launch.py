@@ -404,7 +404,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     Python number or a (B,) floating tensor; logprob : also compute the log-probabilities (one
     more read of each row); rounds : optional (B,) int32 receiving the reads each row's searches
     took; cap : the gather capacity (tests), default FUSED_TOPP_CAP (64 under the interpreter).
-    ``QRITA_TOPP_PIVOTS`` (8 or 16, default 16): pivots per round (a measuring knob).
+    Measuring knobs: ``QRITA_TOPP_PIVOTS`` (pivots per round, a power of 2 >= 4, default 4),
+    ``QRITA_TOPP_BLOCK`` (entries per tile, default 1024), ``QRITA_TOPP_WARPS`` (default 8).
 
     Returns tokens (B,) int64 and log-probabilities (B,) float32 (uninitialised unless
     ``logprob``).
@@ -412,7 +413,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     batch, vocab = x.shape
     small = interpreting()
     cap = cap or (64 if small else FUSED_TOPP_CAP)
-    pivots = int(os.environ.get("QRITA_TOPP_PIVOTS", "16"))
+    pivots = int(os.environ.get("QRITA_TOPP_PIVOTS", "4"))
+    block = 128 if small else int(os.environ.get("QRITA_TOPP_BLOCK", "1024"))
     t = 1.0 if temperature is None else float(temperature)
     dev = x.device
     token = torch.empty(batch, dtype=torch.int64, device=dev)
@@ -431,8 +433,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
            x, p_ptr, u, vocab, x.stride(0), 1.0 / t, _f64_bits(t), p_bits,
            counter, cand_val, cand_idx, table_piv, table_cnt, table_mass, token, logp, rounds,
            HAS_P=p is not None, P_ARRAY=p_array, LOGPROB=logprob, NP=pivots, CAP=cap,
-           BLOCK=128 if small else 512, FOLD=2 if small else 8, MAX_ROUNDS=24,
-           TABLE_ROUNDS=FUSED_TOPP_TABLE, num_warps=8)
+           BLOCK=block, FOLD=4 if small else 8, MAX_ROUNDS=24, TABLE_ROUNDS=FUSED_TOPP_TABLE,
+           num_warps=int(os.environ.get("QRITA_TOPP_WARPS", "8")))
     return token, logp
 
 
