@@ -675,13 +675,14 @@ FUSED_FAMILIES = ["zipf", "gaussian", "quantised2", "all_equal", "grammar", "nan
     ("1", "float32"), ("1", "bfloat16"), ("1", "float16"), ("0", "float32"), ("0", "bfloat16")])
 def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, one_launch, dtype):
     """QRITA_FUSED_SAMPLER=1: scalar k <= 1024 (k < V) takes the fused sampler (checked): one
-    launch for a small batch (QRITA_ONE_LAUNCH=1), else the pipeline's selection and one draw
+    launch for a small batch (QRITA_ONE_LAUNCH=1:64), else the pipeline's selection and one draw
     launch (=0); its tokens and log-probabilities agree with the reference on the edge families,
     with scalar and per-row p / min-p, scalar temperatures (greedy rows included) and uniforms at
     0, the top and in between; k beyond the fused limits, per-row temperatures and k arrays take
     the multi-call path."""
     monkeypatch.setenv("QRITA_FUSED_SAMPLER", "1")
-    monkeypatch.setenv("QRITA_ONE_LAUNCH", one_launch)
+    # "1:64": the batch below has 20 rows, above the one-launch default limit of 16
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "1:64" if one_launch == "1" else "0")
     taken = count_calls(so, "launch_fused_sample")
     selections = count_calls(launch_mod, "launch_select")
     V = 1023
