@@ -31,8 +31,10 @@ kernel's exact top-k:
 With temperature None or 1 the kernel's own order is the reference's (up to where -inf and NaN sit
 in the tail), so steps 2 and 4's rank call are skipped: 2 mask calls for :func:`sample`, 1 for
 :func:`top_k_top_p_probs`. In general :func:`sample` costs 3 mask calls (4 with log-probabilities),
-the distribution and candidates 2, plus a few elementwise float64 passes; it is not yet the fused
-single-pass kernel.
+the distribution and candidates 2, plus a few elementwise float64 passes. :func:`sample` skips
+all of this where a fused kernel applies (docs/sampling.md, "The fused paths"; default on,
+``QRITA_FUSED_SAMPLER=0`` turns it off): a scalar k <= 1024 (``launch_fused_sample``), or top-k
+and min-p off (``launch_fused_topp_sample``), at a scalar temperature.
 
 float64 logits take an exact stable sort of float64 rank keys instead (the kernel is float32 /
 bfloat16 / float16): O(V log V), with float64 cumulative sums, like the reference.
