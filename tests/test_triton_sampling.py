@@ -730,8 +730,8 @@ def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, one_launc
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
     """With top-k off and min-p off, ``sample`` takes the fused top-p sampler (checked): two mass
-    searches over the row, gathering at most 64 entries per search under the interpreter, so
-    V = 509 needs several rounds (checked). Tokens and log-probabilities agree with the reference
+    searches over the row, gathering at most 64 entries per search under the interpreter; the
+    histogram band answers both on many rows and pivot rounds the others (both checked). Tokens and log-probabilities agree with the reference
     on every generator family, with scalar, per-row, 0, tiny and off p, scalar temperatures and
     uniforms at 0, the top and in between."""
     taken = count_calls(so, "launch_fused_topp_sample")
@@ -764,11 +764,14 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
             failures.append(f"{case}: {err}")
     assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
     assert len(taken) == len(cases) + 3
-    # the searches took rounds over the row (not only the final gather) on most rows
-    rounds = torch.zeros(B, dtype=torch.int32, device=DEVICE)
+    # both routes ran: the histogram band answered both searches on many rows, and pivot
+    # rounds over the row (not only the final gather) took the others (tie-heavy families)
+    rounds = torch.zeros((B, 2), dtype=torch.int32, device=DEVICE)
     launch_mod.launch_fused_topp_sample(_dev(x, dtype), _arg(_grid_uniforms(
         np.random.default_rng(7), B)), None, 0.9, logprob=False, rounds=rounds, cap=64)
-    assert int((rounds >= 2).sum()) >= B // 2, rounds.tolist()
+    hits, reads = rounds[:, 0].cpu(), rounds[:, 1].cpu()
+    assert int((hits == 2).sum()) >= B // 3, hits.tolist()
+    assert int((reads >= 2).sum()) >= B // 6, reads.tolist()
     # min-p, per-row k and per-row temperatures are not fused: the multi-call path
     for case in (dict(p=0.9, min_p=0.1), dict(k=np.full(B, V, dtype=np.int64)),
                  dict(temperature=np.full(B, 0.5))):

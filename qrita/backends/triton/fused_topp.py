@@ -299,19 +299,10 @@ def mass_search(row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, f
         skip = tl.where(w_one > 0.0, copies.to(tl.int32), 0)
     _gather(row_ptr, V, lo, hi, skip, counter, cand_val, cand_idx, CAP, BLOCK)
     tl.debug_barrier()  # the gathered entries are visible to every thread
-    j = tl.arange(0, CAP)
     n = tl.minimum(n_in - skip, CAP)
-    valid = j < n
-    gidx = tl.load(cand_idx + j, mask=valid, other=0)
-    gkey = order_key(tl.load(cand_val + j, mask=valid, other=0.0))
-    packed = gkey.to(tl.int64) * 4294967296 + (4294967295 - gidx.to(tl.int64))
-    packed = tl.where(valid, packed, PAD_KEY)
-    ordered = tl.sort(packed, descending=True)
-    s_idx = (4294967295 - (ordered & 4294967295)).to(tl.int32)
-    s_key = (ordered >> 32).to(tl.int32)
-    s_w = tl.where(valid, _weight(key_to_value(s_key), row_max, inv_t, inf_mode), 0.0)
-    base = mass_hi + skip.to(tl.float64) * w_one
-    cum = base + tl.cumsum(s_w.to(tl.float64), axis=0)
+    j, valid, s_key, s_idx, s_w, cum = _sorted_gathered(
+        cand_val, cand_idx, n, mass_hi + skip.to(tl.float64) * w_one, row_max, inv_t, inf_mode,
+        CAP)
     if total < 0.0:
         if (rounds == 0) & from_start:  # no round ran: everything (but NaN) was gathered
             total = tl.max(tl.where(valid, cum, 0.0), axis=0)
@@ -324,13 +315,176 @@ def mass_search(row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, f
     pos = tl.sum(before.to(tl.int32), axis=0)
     last_positive = tl.max(tl.where(valid & (s_w > 0.0), j, -1), axis=0)
     pos = tl.minimum(pos, last_positive)
+    key_r, idx_r, cum_r, w_r = _entry_at(pos, j, s_key, s_idx, s_w, cum)
+    tl.debug_barrier()  # the scratch may be reused by the next search
+    return key_r, idx_r, cum_r, w_r, total, rounds
+
+
+@triton.jit
+def _sorted_gathered(cand_val, cand_idx, n, base, row_max, inv_t, inf_mode, CAP: tl.constexpr):
+    """The n gathered entries (any order) sorted by the row's order in registers (one int64 key
+    per entry: rank key x 2^32 + (2^32 - 1 - index)), their weights and cumulative masses from
+    ``base`` (the mass of every entry before them)."""
+    j = tl.arange(0, CAP)
+    valid = j < n
+    gidx = tl.load(cand_idx + j, mask=valid, other=0)
+    gkey = order_key(tl.load(cand_val + j, mask=valid, other=0.0))
+    packed = gkey.to(tl.int64) * 4294967296 + (4294967295 - gidx.to(tl.int64))
+    packed = tl.where(valid, packed, PAD_KEY)
+    ordered = tl.sort(packed, descending=True)
+    s_idx = (4294967295 - (ordered & 4294967295)).to(tl.int32)
+    s_key = (ordered >> 32).to(tl.int32)
+    s_w = tl.where(valid, _weight(key_to_value(s_key), row_max, inv_t, inf_mode), 0.0)
+    cum = base + tl.cumsum(s_w.to(tl.float64), axis=0)
+    return j, valid, s_key, s_idx, s_w, cum
+
+
+@triton.jit
+def _entry_at(pos, j, s_key, s_idx, s_w, cum):
+    """Rank key, index (-1 for pos < 0), cumulative mass and weight of sorted entry ``pos``."""
     hit = j == pos
     key_r = tl.sum(tl.where(hit, s_key, 0), axis=0)
     idx_r = tl.where(pos >= 0, tl.sum(tl.where(hit, s_idx, 0), axis=0), -1)
     cum_r = tl.sum(tl.where(hit, cum, 0.0), axis=0)
     w_r = tl.sum(tl.where(hit, s_w, 0.0), axis=0)
-    tl.debug_barrier()  # the scratch may be reused by the next search
-    return key_r, idx_r, cum_r, w_r, total, rounds
+    return key_r, idx_r, cum_r, w_r
+
+
+# ---- the histogram band: most rows' searches in three reads (first pass, histogram, band) ----
+
+@triton.jit
+def _bin_of(x, hist_floor, scale, NB: tl.constexpr):
+    """Histogram bin of each value: bins 1 .. NB - 1 split [hist_floor, row max] evenly; bin 0
+    holds everything below hist_floor (and -inf, NaN, the padding). Monotone in x (a float
+    subtraction, a product with a positive scale, truncation), so a higher bin means a larger
+    value; the histogram and the band pass compute it the same way."""
+    in_range = x >= hist_floor
+    pos = tl.minimum((tl.where(in_range, x, hist_floor) - hist_floor) * scale, NB - 2.0)
+    return tl.where(in_range, pos.to(tl.int32) + 1, 0)
+
+
+@triton.jit
+def _hist_pass(row_ptr, V, row_max, inv_t, inf_mode, hist_floor, scale, zero64,
+               NB: tl.constexpr, HBLOCK: tl.constexpr):
+    """One read: the count of entries in each bin (int32, exact) and the row's mass Z (float32
+    weights summed per tile, float64 across tiles)."""
+    counts = tl.zeros([NB], dtype=tl.int32)
+    total = zero64
+    for start in range(0, V, HBLOCK):
+        offs = start + tl.arange(0, HBLOCK)
+        x = tl.load(row_ptr + offs, mask=offs < V, other=float("nan")).to(tl.float32)
+        counts += tl.histogram(_bin_of(x, hist_floor, scale, NB), NB)
+        total += tl.sum(_weight(x, row_max, inv_t, inf_mode), axis=0).to(tl.float64)
+    return counts, total
+
+
+@triton.jit
+def _estimated_above(counts, hist_floor, scale, row_max, inv_t, NB: tl.constexpr):
+    """Estimated mass of the entries in bins >= b (each entry weighed at its bin's centre:
+    only where to look, never the answer) and the estimated row mass."""
+    bins = tl.arange(0, NB)
+    centre = hist_floor + (bins.to(tl.float32) - 0.5) / tl.where(scale > 0.0, scale, 1.0)
+    centre = tl.where(scale > 0.0, centre, row_max)
+    est = tl.where(bins >= 1, counts.to(tl.float32) * tl.exp((centre - row_max) * inv_t), 0.0)
+    est_total = tl.sum(est, axis=0)
+    return est_total - tl.cumsum(est, axis=0) + est, est_total
+
+
+@triton.jit
+def _hist_band(counts, est_above, target_est, NB: tl.constexpr, CAP: tl.constexpr,
+               STEPS: tl.constexpr):
+    """Bins [band_lo, band_hi] to gather for one search: the bin where the estimated cumulative
+    mass reaches the target, widened evenly on both sides while at most CAP entries are inside
+    (by bisection over the half-width). Empty (band_lo > band_hi) when that bin alone holds more
+    than CAP entries or the estimate falls below the histogram (bin 0)."""
+    bins = tl.arange(0, NB)
+    b_hat = tl.max(tl.where((est_above >= target_est) & (bins >= 1), bins, 0), axis=0)
+    ok_width = b_hat * 0  # half-width + 1: 0 = empty, always fits
+    bad_width = ok_width + NB + 1
+    for _ in tl.static_range(STEPS):
+        mid = (ok_width + bad_width) // 2
+        inside = (tl.abs(bins - b_hat) < mid) & (bins >= 1)
+        fits = tl.sum(tl.where(inside, counts, 0), axis=0) <= CAP
+        ok_width = tl.where(fits, mid, ok_width)
+        bad_width = tl.where(fits, bad_width, mid)
+    usable = (ok_width > 0) & (b_hat >= 1)
+    band_lo = tl.where(usable, tl.maximum(b_hat - ok_width + 1, 1), NB)
+    band_hi = tl.where(usable, tl.minimum(b_hat + ok_width - 1, NB - 1), NB - 1)
+    return band_lo, band_hi
+
+
+@triton.jit
+def _band_tile(x, offs, hist_floor, scale, row_max, inv_t, inf_mode, band_lo, band_hi,
+               counter, cand_val, cand_idx, lane_above, CAP: tl.constexpr, NB: tl.constexpr):
+    """One tile of the band pass for one band: the weights of the entries above the band, and
+    the band's entries into slots an atomic counter hands out (the caller sorts them)."""
+    b = _bin_of(x, hist_floor, scale, NB)
+    lane_above += tl.where(b > band_hi, _weight(x, row_max, inv_t, inf_mode), 0.0)
+    inside = (b >= band_lo) & (b <= band_hi)
+    slot = tl.atomic_add(counter + offs * 0, 1, mask=inside, sem="relaxed")
+    keep = inside & (slot < CAP)
+    tl.store(cand_val + slot, x, mask=keep)
+    tl.store(cand_idx + slot, offs, mask=keep)
+    return lane_above
+
+
+@triton.jit
+def _band_pass(row_ptr, V, row_max, inv_t, inf_mode, hist_floor, scale, lo_p, hi_p, lo_u, hi_u,
+               counter, cand_val, cand_idx, zero64, CAP: tl.constexpr, NB: tl.constexpr,
+               BLOCK: tl.constexpr):
+    """One read for both searches' bands: the mass above each band (float64 across tiles) and
+    each band's entries (the top-p band into cand_*[0:CAP], the draw's into cand_*[CAP:2 CAP]).
+    Returns the two masses and the two entry counts (as the counters saw them)."""
+    tl.store(counter + tl.arange(0, 2), tl.zeros([2], dtype=tl.int32))
+    tl.debug_barrier()
+    above_p = zero64
+    above_u = zero64
+    for start in range(0, V, 4 * BLOCK):
+        x0, x1, x2, x3, o0, o1, o2, o3 = _load4(row_ptr, start, V, BLOCK)
+        lane_p = tl.zeros([BLOCK], dtype=tl.float32)
+        lane_u = tl.zeros([BLOCK], dtype=tl.float32)
+        lane_p = _band_tile(x0, o0, hist_floor, scale, row_max, inv_t, inf_mode, lo_p, hi_p,
+                            counter, cand_val, cand_idx, lane_p, CAP, NB)
+        lane_u = _band_tile(x0, o0, hist_floor, scale, row_max, inv_t, inf_mode, lo_u, hi_u,
+                            counter + 1, cand_val + CAP, cand_idx + CAP, lane_u, CAP, NB)
+        lane_p = _band_tile(x1, o1, hist_floor, scale, row_max, inv_t, inf_mode, lo_p, hi_p,
+                            counter, cand_val, cand_idx, lane_p, CAP, NB)
+        lane_u = _band_tile(x1, o1, hist_floor, scale, row_max, inv_t, inf_mode, lo_u, hi_u,
+                            counter + 1, cand_val + CAP, cand_idx + CAP, lane_u, CAP, NB)
+        lane_p = _band_tile(x2, o2, hist_floor, scale, row_max, inv_t, inf_mode, lo_p, hi_p,
+                            counter, cand_val, cand_idx, lane_p, CAP, NB)
+        lane_u = _band_tile(x2, o2, hist_floor, scale, row_max, inv_t, inf_mode, lo_u, hi_u,
+                            counter + 1, cand_val + CAP, cand_idx + CAP, lane_u, CAP, NB)
+        lane_p = _band_tile(x3, o3, hist_floor, scale, row_max, inv_t, inf_mode, lo_p, hi_p,
+                            counter, cand_val, cand_idx, lane_p, CAP, NB)
+        lane_u = _band_tile(x3, o3, hist_floor, scale, row_max, inv_t, inf_mode, lo_u, hi_u,
+                            counter + 1, cand_val + CAP, cand_idx + CAP, lane_u, CAP, NB)
+        above_p += tl.sum(lane_p, axis=0).to(tl.float64)
+        above_u += tl.sum(lane_u, axis=0).to(tl.float64)
+    tl.debug_barrier()  # the gathered entries and the counters are visible to every thread
+    return above_p, above_u, tl.load(counter), tl.load(counter + 1)
+
+
+@triton.jit
+def _band_search(cand_val, cand_idx, n, base, target, row_max, inv_t, inf_mode,
+                 STRICT: tl.constexpr, CAP: tl.constexpr):
+    """The crossing (first entry with c_j >= target; STRICT: > target) if it lies among the n
+    gathered band entries, whose predecessors weigh ``base``. Returns found (int32 0/1: 0 when
+    the crossing lies outside the band or the band overflowed), its rank key, index, c_j and
+    weight."""
+    n_in = tl.minimum(n, CAP)
+    j, valid, s_key, s_idx, s_w, cum = _sorted_gathered(cand_val, cand_idx, n_in, base, row_max,
+                                                        inv_t, inf_mode, CAP)
+    if STRICT:
+        before = valid & (cum <= target)
+        base_ok = base <= target
+    else:
+        before = valid & (cum < target)
+        base_ok = base < target
+    pos = tl.sum(before.to(tl.int32), axis=0)
+    key_r, idx_r, cum_r, w_r = _entry_at(pos, j, s_key, s_idx, s_w, cum)
+    found = base_ok & (pos < n_in) & (n <= CAP) & (w_r > 0.0)
+    return found.to(tl.int32), key_r, idx_r, cum_r, w_r
 
 
 @triton.jit
@@ -361,7 +515,8 @@ def fused_topp_sample_kernel(
     token_ptr, logp_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, LOGPROB: tl.constexpr, NP: tl.constexpr,
     CAP: tl.constexpr, BLOCK: tl.constexpr, FOLD: tl.constexpr, MAX_ROUNDS: tl.constexpr,
-    TABLE_ROUNDS: tl.constexpr,
+    TABLE_ROUNDS: tl.constexpr, HIST: tl.constexpr, NB: tl.constexpr, HBLOCK: tl.constexpr,
+    STEPS: tl.constexpr,
 ):
     """One token per row, top-p (k off) at a scalar temperature, drawn with the row's uniform.
 
@@ -370,19 +525,26 @@ def fused_topp_sample_kernel(
         float64); HAS_P False: top-p off
     u_ptr : (B,) float32 uniforms in [0, 1); inv_t : 1 / temperature (float32, > 0); t_bits :
         the temperature as the int64 bit pattern of a float64 (LOGPROB only)
-    counter_ptr : (B,) int32, cand_val_ptr / cand_idx_ptr : (B, CAP) float32 / int32, and
+    counter_ptr : (B, 2) int32, cand_val_ptr / cand_idx_ptr : (B, 2 * CAP) float32 / int32, and
         table_piv_ptr / table_cnt_ptr / table_mass_ptr : (B, TABLE_ROUNDS * NP) int64 / int32 /
         float64: scratch (no zeroing needed)
     token_ptr : (B,) int64; logp_ptr : (B,) float32, written when LOGPROB (one more read: the
-        kept mass in float64, and log w_token = (x - max) / t in float64); rounds_ptr : (B,)
-        int32, the reads of the row the two searches took (a diagnostic)
+        kept mass in float64, and log w_token = (x - max) / t in float64); rounds_ptr : (B, 2)
+        int32 diagnostics: the searches the histogram band answered, and the reads of the row
+        the other (pivot-round) searches took
+
+    HIST (rows without +inf): after the first pass, one read counts the entries per value bin
+    (NB bins over the range that can hold the crossings) and sums the row's mass; the bins where
+    the estimated cumulative mass reaches each target (top-p, then the draw), widened to at most
+    CAP entries, are gathered in one more read with the exact mass above each; a search whose
+    crossing lies inside its band (checked exactly) is done, the others take the pivot rounds.
     """
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
     row_ptr = x_ptr + row64 * stride_x
-    cand_val = cand_val_ptr + row64 * CAP
-    cand_idx = cand_idx_ptr + row64 * CAP
-    counter = counter_ptr + row64
+    cand_val = cand_val_ptr + row64 * (2 * CAP)
+    cand_idx = cand_idx_ptr + row64 * (2 * CAP)
+    counter = counter_ptr + row64 * 2
     table_piv = table_piv_ptr + row64 * (TABLE_ROUNDS * NP)
     table_cnt = table_cnt_ptr + row64 * (TABLE_ROUNDS * NP)
     table_mass = table_mass_ptr + row64 * (TABLE_ROUNDS * NP)
@@ -399,25 +561,67 @@ def fused_topp_sample_kernel(
     token = first
     logp = (n_nan * 0).to(tl.float32)
     rounds = n_nan * 0
+    hits = n_nan * 0
     if defined & ((p > 0.0) | (p != p)):  # p <= 0 keeps (and draws) the first entry alone
         key_p = top_key * 0 + KEY_NAN
         idx_p = V
         w_p = (n_nan * 0).to(tl.float32) + 1.0
         kept = (n_nan * 0).to(tl.float64) - 1.0  # not from p: p may be NaN (top-p off)
-        tau_u = kept
-        if p_on:
+        found_p = n_nan * 0
+        found_u = n_nan * 0
+        key_u = key_p
+        idx_u = idx_p
+        w_u = w_p
+        above_u = kept
+        n_u = n_nan * 0
+        total = kept
+        if HIST & (n_pinf == 0):
+            # the crossings lie where the mass below is under (1 - q) Z: within
+            # ln(V / (1 - q)) / t of the max, q = p (the draw's crossing lies above p's) or u
+            q = tl.where(p_on, p, u)
+            reach = tl.log((n_nan * 0 + V).to(tl.float64) / tl.maximum(1.0 - q, 1e-30)) + 1.0
+            hist_floor = tl.maximum(row_min, row_max - tl.minimum(reach, 100.0).to(tl.float32)
+                                    / inv_t)
+            span = row_max - hist_floor
+            scale = tl.where(span > 0.0, (NB - 1.0) / tl.where(span > 0.0, span, 1.0), 0.0)
+            counts, total = _hist_pass(row_ptr, V, row_max, inv_t, inf_mode, hist_floor, scale,
+                                       kept * 0.0, NB, HBLOCK)
+            est_above, est_total = _estimated_above(counts, hist_floor, scale, row_max, inv_t,
+                                                    NB)
+            frac_u = tl.where(p_on, u * p, u).to(tl.float32)
+            lo_p, hi_p = _hist_band(counts, est_above, p.to(tl.float32) * est_total, NB, CAP,
+                                    STEPS)
+            lo_u, hi_u = _hist_band(counts, est_above, frac_u * est_total, NB, CAP, STEPS)
+            above_p, above_u, n_p, n_u = _band_pass(
+                row_ptr, V, row_max, inv_t, inf_mode, hist_floor, scale, lo_p, hi_p, lo_u, hi_u,
+                counter, cand_val, cand_idx, kept * 0.0, CAP, NB, BLOCK)
+            if p_on:
+                found_p, key_p, idx_p, kept, w_p = _band_search(
+                    cand_val, cand_idx, n_p, above_p, p * total, row_max, inv_t, inf_mode,
+                    False, CAP)
+            hits += found_p
+        if p_on & (found_p == 0):
             key_p, idx_p, kept, w_p, total_p, rounds_p = mass_search(
-                row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, p, kept,
+                row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, p,
+                kept * 0.0 - 1.0,
                 counter, cand_val, cand_idx, table_piv, table_cnt, table_mass, rounds * 0,
                 False, NP, CAP, BLOCK, FOLD, MAX_ROUNDS, TABLE_ROUNDS)
-            tau_u = u * kept
             rounds += rounds_p
-        key_u, idx_u, cum_u, w_u, total_u, rounds_u = mass_search(
-            row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, u, tau_u,
-            counter, cand_val, cand_idx, table_piv, table_cnt, table_mass,
-            tl.minimum(rounds, TABLE_ROUNDS), True, NP, CAP, BLOCK, FOLD, MAX_ROUNDS,
-            TABLE_ROUNDS)
-        rounds += rounds_u
+        # a pivot-round search compares with its own sums (p or u times the row's mass as it
+        # sums it); the draw after a top-p search aims at u times that search's kept mass
+        tau_u = tl.where(p_on, u * kept, -1.0)
+        if HIST & (n_pinf == 0):
+            found_u, key_u, idx_u, cum_u, w_u = _band_search(
+                cand_val + CAP, cand_idx + CAP, n_u, above_u, tl.where(p_on, tau_u, u * total),
+                row_max, inv_t, inf_mode, True, CAP)
+            hits += found_u
+        if found_u == 0:
+            key_u, idx_u, cum_u, w_u, total_u, rounds_u = mass_search(
+                row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, u, tau_u,
+                counter, cand_val, cand_idx, table_piv, table_cnt, table_mass,
+                tl.minimum(rounds, TABLE_ROUNDS), True, NP, CAP, BLOCK, FOLD, MAX_ROUNDS,
+                TABLE_ROUNDS)
+            rounds += rounds_u
         # a float32 rounding may step past the kept prefix (u close to 1): its last entry; no
         # entry found (rounding, top-p off): the first entry (weight 1) keeps the support
         past = (key_u < key_p) | ((key_u == key_p) & (idx_u > idx_p)) | (idx_u < 0) | (w_u <= 0.0)
@@ -431,4 +635,5 @@ def fused_topp_sample_kernel(
     tl.store(token_ptr + row64, token.to(tl.int64))
     if LOGPROB:
         tl.store(logp_ptr + row64, logp)
-    tl.store(rounds_ptr + row64, rounds)
+    tl.store(rounds_ptr + row64 * 2, hits)
+    tl.store(rounds_ptr + row64 * 2 + 1, rounds)

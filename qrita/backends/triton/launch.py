@@ -385,7 +385,7 @@ def launch_fused_sample(x: torch.Tensor, k: int, u: torch.Tensor, temperature, p
     return token, logp
 
 
-FUSED_TOPP_CAP = 1024  # entries a search gathers and sorts in registers (B x 8 KiB of scratch)
+FUSED_TOPP_CAP = 1024  # entries a search gathers and sorts in registers (B x 16 KiB of scratch)
 FUSED_TOPP_TABLE = 8  # rounds of the top-p search whose pivots the draw's search starts from
 
 
@@ -402,10 +402,14 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     x : (B, V) float32 / bfloat16 / float16, unit stride along V; u : (B,) float32 uniforms;
     temperature : None or a Python number in [1e-30, 1e30] (the caller checks); p : None, a
     Python number or a (B,) floating tensor; logprob : also compute the log-probabilities (one
-    more read of each row); rounds : optional (B,) int32 receiving the reads each row's searches
-    took; cap : the gather capacity (tests), default FUSED_TOPP_CAP (64 under the interpreter).
-    Measuring knobs: ``QRITA_TOPP_PIVOTS`` (pivots per round, a power of 2 >= 4, default 4),
-    ``QRITA_TOPP_BLOCK`` (entries per tile, default 1024), ``QRITA_TOPP_WARPS`` (default 8).
+    more read of each row); rounds : optional (B, 2) int32 receiving, per row, the searches the
+    histogram band answered and the reads the pivot-round searches took; cap : the gather
+    capacity per search (tests), default FUSED_TOPP_CAP (64 under the interpreter).
+    Measuring knobs: ``QRITA_TOPP_HIST`` (1: the histogram band first, default; 0: pivot rounds
+    only), ``QRITA_TOPP_BINS`` (histogram bins, a power of 2, default 1024),
+    ``QRITA_TOPP_HBLOCK`` (entries per histogram tile, default 4096), ``QRITA_TOPP_PIVOTS``
+    (pivots per round, a power of 2 >= 4, default 4), ``QRITA_TOPP_BLOCK`` (entries per tile,
+    default 1024), ``QRITA_TOPP_WARPS`` (default 8).
 
     Returns tokens (B,) int64 and log-probabilities (B,) float32 (uninitialised unless
     ``logprob``).
@@ -420,10 +424,11 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     token = torch.empty(batch, dtype=torch.int64, device=dev)
     logp = torch.empty(batch, dtype=torch.float32, device=dev)
     if rounds is None:
-        rounds = torch.empty(batch, dtype=torch.int32, device=dev)
-    counter = torch.empty(batch, dtype=torch.int32, device=dev)
-    cand_val = torch.empty((batch, cap), dtype=torch.float32, device=dev)
-    cand_idx = torch.empty((batch, cap), dtype=torch.int32, device=dev)
+        rounds = torch.empty((batch, 2), dtype=torch.int32, device=dev)
+    counter = torch.empty((batch, 2), dtype=torch.int32, device=dev)
+    cand_val = torch.empty((batch, 2 * cap), dtype=torch.float32, device=dev)
+    cand_idx = torch.empty((batch, 2 * cap), dtype=torch.int32, device=dev)
+    bins = 256 if small else int(os.environ.get("QRITA_TOPP_BINS", "1024"))
     table = (batch, FUSED_TOPP_TABLE * pivots)
     table_piv = torch.empty(table, dtype=torch.int64, device=dev)
     table_cnt = torch.empty(table, dtype=torch.int32, device=dev)
@@ -434,7 +439,9 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
            counter, cand_val, cand_idx, table_piv, table_cnt, table_mass, token, logp, rounds,
            HAS_P=p is not None, P_ARRAY=p_array, LOGPROB=logprob, NP=pivots, CAP=cap,
            BLOCK=block, FOLD=4 if small else 8, MAX_ROUNDS=24, TABLE_ROUNDS=FUSED_TOPP_TABLE,
-           num_warps=int(os.environ.get("QRITA_TOPP_WARPS", "8")))
+           HIST=os.environ.get("QRITA_TOPP_HIST", "1") == "1", NB=bins,
+           HBLOCK=512 if small else int(os.environ.get("QRITA_TOPP_HBLOCK", "4096")),
+           STEPS=(bins + 1).bit_length(), num_warps=int(os.environ.get("QRITA_TOPP_WARPS", "8")))
     return token, logp
 
 
