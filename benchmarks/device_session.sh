@@ -5,7 +5,8 @@
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
 # default, GPU tests then the sampler bench; topp: the fused top-p sampler, 16 vs 8 pivots;
-# topp2: its tests and bench after the four-loads-in-flight change)
+# topp2: its tests and bench after the four-loads-in-flight change; hist: the histogram band's
+# hit rates and knobs, its GPU tests, the sampler bench)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -172,4 +173,18 @@ if [[ $stage == topp2 ]]; then  # the fused top-p sampler at its defaults: GPU t
     --dtypes float32,bfloat16 --batch 1,64,1024 --scenarios topp0.9 --peers "" --graphs --warmup 5 \
     --rep 20 --check-rows 4 --no-progress > "$OUT/bench_topp2.log" 2>&1
   echo "bench exit $?"; grep -E "^sample|NO:" "$OUT/bench_topp2.log" | cut -c1-160
+fi
+if [[ $stage == hist ]]; then  # the fused top-p sampler's histogram band: knobs, GPU tests, bench
+  timeout "${HIST_S:-200}" python3 benchmarks/topp_hist.py --out "$OUT" --batch "${HIST_B:-1,1024}" \
+    ${HIST_CONFIGS:+--configs "$HIST_CONFIGS"} 2>&1 | grep -v Warn | tee "$OUT/topp_hist.log" | cut -c1-220
+  t=tests/test_triton_sampling.py
+  timeout "${TESTS_S:-150}" python3 -m pytest -v -m gpu -p no:cacheprovider -rf --tb=short --timeout 140 \
+    "$t::test_gpu_fused_samplers_reproducible_invariant_capturable[None-0.9-None]" \
+    "$t::test_gpu_fused_samplers_reproducible_invariant_capturable[None-None-0.7]" \
+    "$t::test_gpu_real_shapes" 2>&1 \
+    | tee "$OUT/pytest_gpu_hist.log" | grep -E "PASSED|FAILED|^E |passed|failed" | cut -c1-300 | tail -20
+  timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT/hist" --ops sample --vocab 131072 \
+    --dtypes float32,bfloat16 --batch 1,64,1024 --scenarios topp0.9,topp0.99 --peers torch_sort --graphs \
+    --warmup 5 --rep 20 --check-rows 4 --no-progress > "$OUT/bench_hist.log" 2>&1
+  echo "bench exit $?"; grep -E "^sample|NO:" "$OUT/bench_hist.log" | cut -c1-160
 fi
