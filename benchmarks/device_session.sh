@@ -174,9 +174,15 @@ if [[ $stage == topp2 ]]; then  # the fused top-p sampler at its defaults: GPU t
     --rep 20 --check-rows 4 --no-progress > "$OUT/bench_topp2.log" 2>&1
   echo "bench exit $?"; grep -E "^sample|NO:" "$OUT/bench_topp2.log" | cut -c1-160
 fi
+if [[ $stage == histonly ]]; then  # the histogram band's ablation / knobs only
+  timeout "${HIST_S:-500}" python3 benchmarks/topp_hist.py --out "$OUT" --batch "${HIST_B:-1,1024}" \
+    ${HIST_CONFIGS:+--configs "$HIST_CONFIGS"} ${HIST_DTYPES:+--dtypes "$HIST_DTYPES"} \
+    ${HIST_WORKLOADS:+--workloads "$HIST_WORKLOADS"} 2>&1 | grep -v Warn | tee "$OUT/topp_hist.log" | cut -c1-220
+fi
 if [[ $stage == hist ]]; then  # the fused top-p sampler's histogram band: knobs, GPU tests, bench
   timeout "${HIST_S:-200}" python3 benchmarks/topp_hist.py --out "$OUT" --batch "${HIST_B:-1,1024}" \
-    ${HIST_CONFIGS:+--configs "$HIST_CONFIGS"} 2>&1 | grep -v Warn | tee "$OUT/topp_hist.log" | cut -c1-220
+    ${HIST_CONFIGS:+--configs "$HIST_CONFIGS"} ${HIST_DTYPES:+--dtypes "$HIST_DTYPES"} \
+    ${HIST_WORKLOADS:+--workloads "$HIST_WORKLOADS"} 2>&1 | grep -v Warn | tee "$OUT/topp_hist.log" | cut -c1-220
   t=tests/test_triton_sampling.py
   timeout "${TESTS_S:-150}" python3 -m pytest -v -m gpu -p no:cacheprovider -rf --tb=short --timeout 140 \
     "$t::test_gpu_fused_samplers_reproducible_invariant_capturable[None-0.9-None]" \

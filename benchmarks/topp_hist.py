@@ -3,6 +3,9 @@ sampler costs, per workload / dtype / batch, for the band's knobs (bins, histogr
 the band off (pivot rounds only). A measurement script (not a test): one CSV row per cell.
 
     python benchmarks/topp_hist.py --out DIR [--batch 1,1024] [--configs hist:1024:4096,...]
+
+A config is mode:bins:hblock[:phases] (mode hist or rounds; phases: the kernel's PHASES
+ablation, e.g. 1 = the first pass alone; the token is then meaningless).
 """
 
 from __future__ import annotations
@@ -29,16 +32,19 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=131072)
     ap.add_argument("--p", type=float, default=0.9)
     ap.add_argument("--configs", default="hist:1024:4096,hist:512:4096,hist:2048:4096,rounds:0:0")
+    ap.add_argument("--workloads", default="zipf,gaussian")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rows = []
-    for workload in ("zipf", "gaussian"):
-        for dtype in (torch.float32, torch.bfloat16):
+    for workload in a.workloads.split(","):
+        for dtype in [getattr(torch, d) for d in a.dtypes.split(",")]:
             for B in [int(b) for b in a.batch.split(",")]:
                 x = make_device_logits(workload, B, a.vocab, 7, "cuda").to(dtype)
                 u = torch.rand(B, device="cuda", dtype=torch.float32)
                 for cfg in a.configs.split(","):
-                    mode, bins, hblock = cfg.split(":")
+                    mode, bins, hblock, *phases = cfg.split(":")
+                    os.environ["QRITA_TOPP_PHASES"] = phases[0] if phases else "9"
                     os.environ["QRITA_TOPP_HIST"] = "1" if mode == "hist" else "0"
                     if mode == "hist":
                         os.environ["QRITA_TOPP_BINS"] = bins
@@ -68,7 +74,8 @@ def main() -> None:
                         w = csv.DictWriter(f, fieldnames=list(rows[0]))
                         w.writeheader()
                         w.writerows(rows)
-                os.environ.pop("QRITA_TOPP_HIST", None)
+                for knob in ("QRITA_TOPP_HIST", "QRITA_TOPP_PHASES"):
+                    os.environ.pop(knob, None)
 
 
 if __name__ == "__main__":

@@ -516,7 +516,7 @@ def fused_topp_sample_kernel(
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, LOGPROB: tl.constexpr, NP: tl.constexpr,
     CAP: tl.constexpr, BLOCK: tl.constexpr, FOLD: tl.constexpr, MAX_ROUNDS: tl.constexpr,
     TABLE_ROUNDS: tl.constexpr, HIST: tl.constexpr, NB: tl.constexpr, HBLOCK: tl.constexpr,
-    STEPS: tl.constexpr,
+    STEPS: tl.constexpr, PHASES: tl.constexpr = 9,
 ):
     """One token per row, top-p (k off) at a scalar temperature, drawn with the row's uniform.
 
@@ -538,6 +538,9 @@ def fused_topp_sample_kernel(
     the estimated cumulative mass reaches each target (top-p, then the draw), widened to at most
     CAP entries, are gathered in one more read with the exact mass above each; a search whose
     crossing lies inside its band (checked exactly) is done, the others take the pivot rounds.
+
+    PHASES < 9 is an ablation for measuring (the token is then meaningless): 1 the first pass
+    only, 2 + the histogram, 3 + the band pass, 4 + the band searches' sorts, 5 + pivot rounds.
     """
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
@@ -549,6 +552,12 @@ def fused_topp_sample_kernel(
     table_cnt = table_cnt_ptr + row64 * (TABLE_ROUNDS * NP)
     table_mass = table_mass_ptr + row64 * (TABLE_ROUNDS * NP)
     row_max, row_min, n_pinf, n_nan, top_key, first = _first_pass(row_ptr, V, BLOCK)
+    v_hist = V  # the ablation's reads: 0 skips a pass (its loop runs no iteration)
+    v_band = V
+    if PHASES < 2:
+        v_hist = 0
+    if PHASES < 3:
+        v_band = 0
     inf_mode = n_pinf > 0
     defined = inf_mode | (row_max > -float("inf"))
     v_floor = tl.maximum(row_min, row_max - 104.0 / inv_t)
@@ -584,7 +593,7 @@ def fused_topp_sample_kernel(
                                     / inv_t)
             span = row_max - hist_floor
             scale = tl.where(span > 0.0, (NB - 1.0) / tl.where(span > 0.0, span, 1.0), 0.0)
-            counts, total = _hist_pass(row_ptr, V, row_max, inv_t, inf_mode, hist_floor, scale,
+            counts, total = _hist_pass(row_ptr, v_hist, row_max, inv_t, inf_mode, hist_floor, scale,
                                        kept * 0.0, NB, HBLOCK)
             est_above, est_total = _estimated_above(counts, hist_floor, scale, row_max, inv_t,
                                                     NB)
@@ -593,14 +602,14 @@ def fused_topp_sample_kernel(
                                     STEPS)
             lo_u, hi_u = _hist_band(counts, est_above, frac_u * est_total, NB, CAP, STEPS)
             above_p, above_u, n_p, n_u = _band_pass(
-                row_ptr, V, row_max, inv_t, inf_mode, hist_floor, scale, lo_p, hi_p, lo_u, hi_u,
+                row_ptr, v_band, row_max, inv_t, inf_mode, hist_floor, scale, lo_p, hi_p, lo_u, hi_u,
                 counter, cand_val, cand_idx, kept * 0.0, CAP, NB, BLOCK)
-            if p_on:
+            if p_on & (PHASES >= 4):
                 found_p, key_p, idx_p, kept, w_p = _band_search(
                     cand_val, cand_idx, n_p, above_p, p * total, row_max, inv_t, inf_mode,
                     False, CAP)
             hits += found_p
-        if p_on & (found_p == 0):
+        if p_on & (found_p == 0) & (PHASES >= 5):
             key_p, idx_p, kept, w_p, total_p, rounds_p = mass_search(
                 row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, p,
                 kept * 0.0 - 1.0,
@@ -610,12 +619,12 @@ def fused_topp_sample_kernel(
         # a pivot-round search compares with its own sums (p or u times the row's mass as it
         # sums it); the draw after a top-p search aims at u times that search's kept mass
         tau_u = tl.where(p_on, u * kept, -1.0)
-        if HIST & (n_pinf == 0):
+        if HIST & (n_pinf == 0) & (PHASES >= 4):
             found_u, key_u, idx_u, cum_u, w_u = _band_search(
                 cand_val + CAP, cand_idx + CAP, n_u, above_u, tl.where(p_on, tau_u, u * total),
                 row_max, inv_t, inf_mode, True, CAP)
             hits += found_u
-        if found_u == 0:
+        if (found_u == 0) & (PHASES >= 5):
             key_u, idx_u, cum_u, w_u, total_u, rounds_u = mass_search(
                 row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, u, tau_u,
                 counter, cand_val, cand_idx, table_piv, table_cnt, table_mass,

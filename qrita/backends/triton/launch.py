@@ -441,7 +441,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
            BLOCK=block, FOLD=4 if small else 8, MAX_ROUNDS=24, TABLE_ROUNDS=FUSED_TOPP_TABLE,
            HIST=os.environ.get("QRITA_TOPP_HIST", "1") == "1", NB=bins,
            HBLOCK=512 if small else int(os.environ.get("QRITA_TOPP_HBLOCK", "4096")),
-           STEPS=(bins + 1).bit_length(), num_warps=int(os.environ.get("QRITA_TOPP_WARPS", "8")))
+           STEPS=(bins + 1).bit_length(), PHASES=int(os.environ.get("QRITA_TOPP_PHASES", "9")),
+           num_warps=int(os.environ.get("QRITA_TOPP_WARPS", "8")))
     return token, logp
 
 
