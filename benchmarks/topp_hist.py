@@ -53,10 +53,11 @@ def main() -> None:
                     tok, _ = launch_mod.launch_fused_topp_sample(x, u, None, a.p, logprob=False,
                                                                  rounds=rounds)
                     ref_tok = tok.clone()
-                    us = triton.testing.do_bench(
-                        lambda: launch_mod.launch_fused_topp_sample(x, u, None, a.p,
-                                                                    logprob=False),
-                        warmup=5, rep=20, return_mode="median") * 1e3
+                    def call(x=x, u=u):
+                        return launch_mod.launch_fused_topp_sample(x, u, None, a.p,
+                                                                   logprob=False)
+                    us = triton.testing.do_bench(call, warmup=5, rep=20,
+                                                 return_mode="median") * 1e3
                     tok2, _ = launch_mod.launch_fused_topp_sample(x, u, None, a.p, logprob=False)
                     hits = rounds[:, 0].float()
                     row = dict(workload=workload, dtype=str(dtype).split(".")[-1], B=B,
