@@ -350,77 +350,143 @@ def _entry_at(pos, j, s_key, s_idx, s_w, cum):
     return key_r, idx_r, cum_r, w_r
 
 
-# ---- the histogram band: most rows' searches in three reads (first pass, histogram, band) ----
+# ---- the histogram band: most rows' searches in four reads (first pass, coarse histogram,
+# ---- fine histogram, band) and small sorts
 
 @triton.jit
 def _bin_of(x, hist_floor, scale, NB: tl.constexpr):
-    """Histogram bin of each value: bins 1 .. NB - 1 split [hist_floor, row max] evenly; bin 0
-    holds everything below hist_floor (and -inf, NaN, the padding). Monotone in x (a float
-    subtraction, a product with a positive scale, truncation), so a higher bin means a larger
-    value; the histogram and the band pass compute it the same way."""
+    """Histogram bin of each value: bins 1 .. NB - 1 split [hist_floor, hist_floor + (NB - 1) /
+    scale] evenly (values above go to NB - 1); bin 0 holds everything below hist_floor (and
+    -inf, NaN, the padding). Monotone in x (a float subtraction, a product with a positive
+    scale, truncation), so a higher bin means a larger value; every pass computes it the same
+    way."""
     in_range = x >= hist_floor
     pos = tl.minimum((tl.where(in_range, x, hist_floor) - hist_floor) * scale, NB - 2.0)
     return tl.where(in_range, pos.to(tl.int32) + 1, 0)
 
 
 @triton.jit
-def _hist_pass(row_ptr, V, row_max, inv_t, inf_mode, hist_floor, scale, zero64,
-               NB: tl.constexpr, HBLOCK: tl.constexpr):
-    """One read: the count of entries in each bin (int32, exact) and the row's mass Z (float32
-    weights summed per tile, float64 across tiles)."""
-    counts = tl.zeros([NB], dtype=tl.int32)
+def _fine_bin(b1, x, win_lo, win_hi, floor2, scale2, NB2: tl.constexpr):
+    """Fine bin of the entries whose coarse bin b1 lies in the window [win_lo, win_hi]: 0 ..
+    NB2 - 2, monotone in x among them; NB2 - 1 for every other entry."""
+    inside = (b1 >= win_lo) & (b1 <= win_hi)
+    return tl.where(inside, _bin_of(x, floor2, scale2, NB2 - 1), NB2 - 1)
+
+
+@triton.jit
+def _coarse_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1, zero64,
+                 NB1: tl.constexpr, HBLOCK: tl.constexpr):
+    """One read: the count of entries in each coarse bin (int32, exact) and the row's mass Z
+    (float32 weights summed per tile, float64 across tiles)."""
+    counts = tl.zeros([NB1], dtype=tl.int32)
     total = zero64
     for start in range(0, V, HBLOCK):
         offs = start + tl.arange(0, HBLOCK)
         x = tl.load(row_ptr + offs, mask=offs < V, other=float("nan")).to(tl.float32)
-        counts += tl.histogram(_bin_of(x, hist_floor, scale, NB), NB)
+        counts += tl.histogram(_bin_of(x, floor1, scale1, NB1), NB1)
         total += tl.sum(_weight(x, row_max, inv_t, inf_mode), axis=0).to(tl.float64)
     return counts, total
 
 
 @triton.jit
-def _estimated_above(counts, hist_floor, scale, row_max, inv_t, NB: tl.constexpr):
-    """Estimated mass of the entries in bins >= b (each entry weighed at its bin's centre:
-    only where to look, never the answer) and the estimated row mass."""
-    bins = tl.arange(0, NB)
-    centre = hist_floor + (bins.to(tl.float32) - 0.5) / tl.where(scale > 0.0, scale, 1.0)
-    centre = tl.where(scale > 0.0, centre, row_max)
-    est = tl.where(bins >= 1, counts.to(tl.float32) * tl.exp((centre - row_max) * inv_t), 0.0)
-    est_total = tl.sum(est, axis=0)
-    return est_total - tl.cumsum(est, axis=0) + est, est_total
+def _fine_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1, win_lo_p, win_hi_p,
+               floor2_p, scale2_p, win_lo_u, win_hi_u, floor2_u, scale2_u, zero64,
+               NB1: tl.constexpr, NB2: tl.constexpr, HBLOCK: tl.constexpr):
+    """One read for both searches: the fine-bin counts inside each search's coarse window and
+    the exact mass of the entries above each window."""
+    counts_p = tl.zeros([NB2], dtype=tl.int32)
+    counts_u = tl.zeros([NB2], dtype=tl.int32)
+    above_p = zero64
+    above_u = zero64
+    for start in range(0, V, HBLOCK):
+        offs = start + tl.arange(0, HBLOCK)
+        x = tl.load(row_ptr + offs, mask=offs < V, other=float("nan")).to(tl.float32)
+        b1 = _bin_of(x, floor1, scale1, NB1)
+        w = _weight(x, row_max, inv_t, inf_mode)
+        counts_p += tl.histogram(_fine_bin(b1, x, win_lo_p, win_hi_p, floor2_p, scale2_p, NB2),
+                                 NB2)
+        counts_u += tl.histogram(_fine_bin(b1, x, win_lo_u, win_hi_u, floor2_u, scale2_u, NB2),
+                                 NB2)
+        above_p += tl.sum(tl.where(b1 > win_hi_p, w, 0.0), axis=0).to(tl.float64)
+        above_u += tl.sum(tl.where(b1 > win_hi_u, w, 0.0), axis=0).to(tl.float64)
+    return counts_p, counts_u, above_p, above_u
 
 
 @triton.jit
-def _hist_band(counts, est_above, target_est, NB: tl.constexpr, CAP: tl.constexpr,
-               STEPS: tl.constexpr):
-    """Bins [band_lo, band_hi] to gather for one search: the bin where the estimated cumulative
-    mass reaches the target, widened evenly on both sides while at most CAP entries are inside
-    (by bisection over the half-width). Empty (band_lo > band_hi) when that bin alone holds more
-    than CAP entries or the estimate falls below the histogram (bin 0)."""
+def _estimated_above(counts, base, floor, scale, row_max, inv_t, first_bin, last_bin,
+                     NB: tl.constexpr):
+    """Estimated mass of the entries in bins >= b among bins first_bin .. last_bin (each entry
+    weighed at its bin's centre, plus ``base`` for everything above last_bin: only where to
+    look, never the answer) and the estimated mass of those bins."""
     bins = tl.arange(0, NB)
-    b_hat = tl.max(tl.where((est_above >= target_est) & (bins >= 1), bins, 0), axis=0)
+    centre = floor + (bins.to(tl.float32) - 0.5) / tl.where(scale > 0.0, scale, 1.0)
+    centre = tl.where(scale > 0.0, tl.minimum(centre, row_max), row_max)
+    used = (bins >= first_bin) & (bins <= last_bin)
+    est = tl.where(used, counts.to(tl.float32) * tl.exp((centre - row_max) * inv_t), 0.0)
+    est_total = tl.sum(est, axis=0)
+    return base + est_total - tl.cumsum(est, axis=0) + est, est_total
+
+
+@triton.jit
+def _crossing_bin(est_above, target_est, first_bin, last_bin, NB: tl.constexpr):
+    """The highest bin of first_bin .. last_bin whose estimated cumulative mass reaches the
+    target (first_bin - 1 if none does)."""
+    bins = tl.arange(0, NB)
+    reach = (est_above >= target_est) & (bins >= first_bin) & (bins <= last_bin)
+    return tl.max(tl.where(reach, bins, first_bin - 1), axis=0)
+
+
+@triton.jit
+def _widen(counts, b_hat, first_bin, last_bin, LIMIT: tl.constexpr, NB: tl.constexpr,
+           STEPS: tl.constexpr):
+    """Bins [band_lo, band_hi] around b_hat, widened evenly on both sides (by bisection over the
+    half-width) while at most LIMIT entries are inside; empty (band_lo > band_hi) when b_hat is
+    outside first_bin .. last_bin or holds more than LIMIT entries alone."""
+    bins = tl.arange(0, NB)
     ok_width = b_hat * 0  # half-width + 1: 0 = empty, always fits
     bad_width = ok_width + NB + 1
     for _ in tl.static_range(STEPS):
         mid = (ok_width + bad_width) // 2
-        inside = (tl.abs(bins - b_hat) < mid) & (bins >= 1)
-        fits = tl.sum(tl.where(inside, counts, 0), axis=0) <= CAP
+        inside = (tl.abs(bins - b_hat) < mid) & (bins >= first_bin) & (bins <= last_bin)
+        fits = tl.sum(tl.where(inside, counts, 0), axis=0) <= LIMIT
         ok_width = tl.where(fits, mid, ok_width)
         bad_width = tl.where(fits, bad_width, mid)
-    usable = (ok_width > 0) & (b_hat >= 1)
-    band_lo = tl.where(usable, tl.maximum(b_hat - ok_width + 1, 1), NB)
-    band_hi = tl.where(usable, tl.minimum(b_hat + ok_width - 1, NB - 1), NB - 1)
+    usable = (ok_width > 0) & (b_hat >= first_bin) & (b_hat <= last_bin)
+    band_lo = tl.where(usable, tl.maximum(b_hat - ok_width + 1, first_bin), last_bin + 1)
+    band_hi = tl.where(usable, tl.minimum(b_hat + ok_width - 1, last_bin), last_bin)
     return band_lo, band_hi
 
 
 @triton.jit
-def _band_tile(x, offs, hist_floor, scale, row_max, inv_t, inf_mode, band_lo, band_hi,
-               counter, cand_val, cand_idx, lane_above, CAP: tl.constexpr, NB: tl.constexpr):
+def _window(est_above1, target_est, floor1, scale1, inv_t, NB1: tl.constexpr,
+            NB2: tl.constexpr):
+    """The coarse window of one search: the bins whose estimated cumulative mass, give or take
+    its error, can reach the target, and one more on each side (bins 1 .. NB1 - 1); and the
+    fine bins' floor and scale over it. A bin's centre weight misses the mean weight of its
+    entries by about (width / t)^2 / 8 (relative), so the window allows twice that plus 1e-3."""
+    step = 1.0 / tl.where(scale1 > 0.0, scale1, 1.0)
+    slack = tl.minimum(0.25 * (step * inv_t) * (step * inv_t) + 1e-3, 0.5)
+    b_max = _crossing_bin(est_above1, target_est / (1.0 + slack), 1, NB1 - 1, NB1)
+    b_min = _crossing_bin(est_above1, target_est / (1.0 - slack), 1, NB1 - 1, NB1)
+    win_lo = tl.maximum(b_min - 1, 1)
+    win_hi = tl.where(b_max >= 1, tl.minimum(b_max + 1, NB1 - 1), 0)  # b_max 0: empty
+    floor2 = floor1 + (win_lo - 1).to(tl.float32) * step
+    width = (win_hi - win_lo + 1).to(tl.float32) * step
+    scale2 = tl.where(scale1 > 0.0, (NB2 - 2.0) / tl.where(width > 0.0, width, 1.0), 0.0)
+    return win_lo, win_hi, floor2, scale2
+
+
+@triton.jit
+def _band_tile(x, offs, floor1, scale1, win_lo, win_hi, floor2, scale2, band_lo, band_hi,
+               row_max, inv_t, inf_mode, counter, cand_val, cand_idx, lane_above,
+               CAP: tl.constexpr, NB1: tl.constexpr, NB2: tl.constexpr):
     """One tile of the band pass for one band: the weights of the entries above the band, and
     the band's entries into slots an atomic counter hands out (the caller sorts them)."""
-    b = _bin_of(x, hist_floor, scale, NB)
-    lane_above += tl.where(b > band_hi, _weight(x, row_max, inv_t, inf_mode), 0.0)
-    inside = (b >= band_lo) & (b <= band_hi)
+    b1 = _bin_of(x, floor1, scale1, NB1)
+    b2 = _fine_bin(b1, x, win_lo, win_hi, floor2, scale2, NB2)
+    above = (b1 > win_hi) | ((b2 > band_hi) & (b2 < NB2 - 1))
+    lane_above += tl.where(above, _weight(x, row_max, inv_t, inf_mode), 0.0)
+    inside = (b2 >= band_lo) & (b2 <= band_hi)
     slot = tl.atomic_add(counter + offs * 0, 1, mask=inside, sem="relaxed")
     keep = inside & (slot < CAP)
     tl.store(cand_val + slot, x, mask=keep)
@@ -429,9 +495,11 @@ def _band_tile(x, offs, hist_floor, scale, row_max, inv_t, inf_mode, band_lo, ba
 
 
 @triton.jit
-def _band_pass(row_ptr, V, row_max, inv_t, inf_mode, hist_floor, scale, lo_p, hi_p, lo_u, hi_u,
-               counter, cand_val, cand_idx, zero64, CAP: tl.constexpr, NB: tl.constexpr,
-               BLOCK: tl.constexpr):
+def _band_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1,
+               win_lo_p, win_hi_p, floor2_p, scale2_p, lo_p, hi_p,
+               win_lo_u, win_hi_u, floor2_u, scale2_u, lo_u, hi_u,
+               counter, cand_val, cand_idx, zero64, CAP: tl.constexpr, NB1: tl.constexpr,
+               NB2: tl.constexpr, BLOCK: tl.constexpr):
     """One read for both searches' bands: the mass above each band (float64 across tiles) and
     each band's entries (the top-p band into cand_*[0:CAP], the draw's into cand_*[CAP:2 CAP]).
     Returns the two masses and the two entry counts (as the counters saw them)."""
@@ -439,26 +507,15 @@ def _band_pass(row_ptr, V, row_max, inv_t, inf_mode, hist_floor, scale, lo_p, hi
     tl.debug_barrier()
     above_p = zero64
     above_u = zero64
-    for start in range(0, V, 4 * BLOCK):
-        x0, x1, x2, x3, o0, o1, o2, o3 = _load4(row_ptr, start, V, BLOCK)
-        lane_p = tl.zeros([BLOCK], dtype=tl.float32)
-        lane_u = tl.zeros([BLOCK], dtype=tl.float32)
-        lane_p = _band_tile(x0, o0, hist_floor, scale, row_max, inv_t, inf_mode, lo_p, hi_p,
-                            counter, cand_val, cand_idx, lane_p, CAP, NB)
-        lane_u = _band_tile(x0, o0, hist_floor, scale, row_max, inv_t, inf_mode, lo_u, hi_u,
-                            counter + 1, cand_val + CAP, cand_idx + CAP, lane_u, CAP, NB)
-        lane_p = _band_tile(x1, o1, hist_floor, scale, row_max, inv_t, inf_mode, lo_p, hi_p,
-                            counter, cand_val, cand_idx, lane_p, CAP, NB)
-        lane_u = _band_tile(x1, o1, hist_floor, scale, row_max, inv_t, inf_mode, lo_u, hi_u,
-                            counter + 1, cand_val + CAP, cand_idx + CAP, lane_u, CAP, NB)
-        lane_p = _band_tile(x2, o2, hist_floor, scale, row_max, inv_t, inf_mode, lo_p, hi_p,
-                            counter, cand_val, cand_idx, lane_p, CAP, NB)
-        lane_u = _band_tile(x2, o2, hist_floor, scale, row_max, inv_t, inf_mode, lo_u, hi_u,
-                            counter + 1, cand_val + CAP, cand_idx + CAP, lane_u, CAP, NB)
-        lane_p = _band_tile(x3, o3, hist_floor, scale, row_max, inv_t, inf_mode, lo_p, hi_p,
-                            counter, cand_val, cand_idx, lane_p, CAP, NB)
-        lane_u = _band_tile(x3, o3, hist_floor, scale, row_max, inv_t, inf_mode, lo_u, hi_u,
-                            counter + 1, cand_val + CAP, cand_idx + CAP, lane_u, CAP, NB)
+    for start in range(0, V, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        x = tl.load(row_ptr + offs, mask=offs < V, other=float("nan")).to(tl.float32)
+        lane_p = _band_tile(x, offs, floor1, scale1, win_lo_p, win_hi_p, floor2_p, scale2_p,
+                            lo_p, hi_p, row_max, inv_t, inf_mode, counter, cand_val, cand_idx,
+                            tl.zeros([BLOCK], dtype=tl.float32), CAP, NB1, NB2)
+        lane_u = _band_tile(x, offs, floor1, scale1, win_lo_u, win_hi_u, floor2_u, scale2_u,
+                            lo_u, hi_u, row_max, inv_t, inf_mode, counter + 1, cand_val + CAP,
+                            cand_idx + CAP, tl.zeros([BLOCK], dtype=tl.float32), CAP, NB1, NB2)
         above_p += tl.sum(lane_p, axis=0).to(tl.float64)
         above_u += tl.sum(lane_u, axis=0).to(tl.float64)
     tl.debug_barrier()  # the gathered entries and the counters are visible to every thread
@@ -466,23 +523,37 @@ def _band_pass(row_ptr, V, row_max, inv_t, inf_mode, hist_floor, scale, lo_p, hi
 
 
 @triton.jit
-def _band_search(cand_val, cand_idx, n, base, target, row_max, inv_t, inf_mode,
-                 STRICT: tl.constexpr, CAP: tl.constexpr):
-    """The crossing (first entry with c_j >= target; STRICT: > target) if it lies among the n
-    gathered band entries, whose predecessors weigh ``base``. Returns found (int32 0/1: 0 when
-    the crossing lies outside the band or the band overflowed), its rank key, index, c_j and
-    weight."""
-    n_in = tl.minimum(n, CAP)
-    j, valid, s_key, s_idx, s_w, cum = _sorted_gathered(cand_val, cand_idx, n_in, base, row_max,
-                                                        inv_t, inf_mode, CAP)
+def _pick(cand_val, cand_idx, n, base, target, row_max, inv_t, inf_mode, STRICT: tl.constexpr,
+          SORT: tl.constexpr):
+    j, valid, s_key, s_idx, s_w, cum = _sorted_gathered(cand_val, cand_idx, n, base, row_max,
+                                                        inv_t, inf_mode, SORT)
     if STRICT:
         before = valid & (cum <= target)
-        base_ok = base <= target
     else:
         before = valid & (cum < target)
-        base_ok = base < target
     pos = tl.sum(before.to(tl.int32), axis=0)
     key_r, idx_r, cum_r, w_r = _entry_at(pos, j, s_key, s_idx, s_w, cum)
+    return pos, key_r, idx_r, cum_r, w_r
+
+
+@triton.jit
+def _band_search(cand_val, cand_idx, n, base, target, row_max, inv_t, inf_mode,
+                 STRICT: tl.constexpr, CAP: tl.constexpr, SMALL: tl.constexpr):
+    """The crossing (first entry with c_j >= target; STRICT: > target) if it lies among the n
+    gathered band entries, whose predecessors weigh ``base`` (sorted in SMALL slots when they
+    fit, else CAP). Returns found (int32 0/1: 0 when the crossing lies outside the band or the
+    band overflowed), its rank key, index, c_j and weight."""
+    n_in = tl.minimum(n, CAP)
+    if n_in <= SMALL:
+        pos, key_r, idx_r, cum_r, w_r = _pick(cand_val, cand_idx, n_in, base, target, row_max,
+                                              inv_t, inf_mode, STRICT, SMALL)
+    else:
+        pos, key_r, idx_r, cum_r, w_r = _pick(cand_val, cand_idx, n_in, base, target, row_max,
+                                              inv_t, inf_mode, STRICT, CAP)
+    if STRICT:
+        base_ok = base <= target
+    else:
+        base_ok = base < target
     found = base_ok & (pos < n_in) & (n <= CAP) & (w_r > 0.0)
     return found.to(tl.int32), key_r, idx_r, cum_r, w_r
 
@@ -515,8 +586,8 @@ def fused_topp_sample_kernel(
     token_ptr, logp_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, LOGPROB: tl.constexpr, NP: tl.constexpr,
     CAP: tl.constexpr, BLOCK: tl.constexpr, FOLD: tl.constexpr, MAX_ROUNDS: tl.constexpr,
-    TABLE_ROUNDS: tl.constexpr, HIST: tl.constexpr, NB: tl.constexpr, HBLOCK: tl.constexpr,
-    STEPS: tl.constexpr, PHASES: tl.constexpr = 9,
+    TABLE_ROUNDS: tl.constexpr, HIST: tl.constexpr, NB1: tl.constexpr, NB2: tl.constexpr,
+    SMALL: tl.constexpr, HBLOCK: tl.constexpr, STEPS: tl.constexpr, PHASES: tl.constexpr = 9,
 ):
     """One token per row, top-p (k off) at a scalar temperature, drawn with the row's uniform.
 
@@ -533,14 +604,17 @@ def fused_topp_sample_kernel(
         int32 diagnostics: the searches the histogram band answered, and the reads of the row
         the other (pivot-round) searches took
 
-    HIST (rows without +inf): after the first pass, one read counts the entries per value bin
-    (NB bins over the range that can hold the crossings) and sums the row's mass; the bins where
-    the estimated cumulative mass reaches each target (top-p, then the draw), widened to at most
-    CAP entries, are gathered in one more read with the exact mass above each; a search whose
-    crossing lies inside its band (checked exactly) is done, the others take the pivot rounds.
+    HIST (rows without +inf): after the first pass, one read counts the entries per coarse bin
+    (NB1 bins over the range that can hold the crossings) and sums the row's mass Z; a second
+    read counts, for each search (top-p, then the draw), the entries per fine bin (NB2) inside
+    the coarse bins around its estimated crossing (``_window``), and the exact mass above them; the fine
+    bins around each estimated crossing, widened to at most SMALL entries, are gathered in one
+    more read with the exact mass above each band. A search whose crossing lies inside its band
+    (checked exactly, after sorting the band) is done; the others take the pivot rounds.
 
     PHASES < 9 is an ablation for measuring (the token is then meaningless): 1 the first pass
-    only, 2 + the histogram, 3 + the band pass, 4 + the band searches' sorts, 5 + pivot rounds.
+    only, 2 + the coarse histogram, 3 + the fine one, 4 + the band pass, 5 + the bands' sorts,
+    6 + pivot rounds.
     """
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
@@ -553,10 +627,13 @@ def fused_topp_sample_kernel(
     table_mass = table_mass_ptr + row64 * (TABLE_ROUNDS * NP)
     row_max, row_min, n_pinf, n_nan, top_key, first = _first_pass(row_ptr, V, BLOCK)
     v_hist = V  # the ablation's reads: 0 skips a pass (its loop runs no iteration)
+    v_fine = V
     v_band = V
     if PHASES < 2:
         v_hist = 0
     if PHASES < 3:
+        v_fine = 0
+    if PHASES < 4:
         v_band = 0
     inf_mode = n_pinf > 0
     defined = inf_mode | (row_max > -float("inf"))
@@ -589,27 +666,47 @@ def fused_topp_sample_kernel(
             # ln(V / (1 - q)) / t of the max, q = p (the draw's crossing lies above p's) or u
             q = tl.where(p_on, p, u)
             reach = tl.log((n_nan * 0 + V).to(tl.float64) / tl.maximum(1.0 - q, 1e-30)) + 1.0
-            hist_floor = tl.maximum(row_min, row_max - tl.minimum(reach, 100.0).to(tl.float32)
-                                    / inv_t)
-            span = row_max - hist_floor
-            scale = tl.where(span > 0.0, (NB - 1.0) / tl.where(span > 0.0, span, 1.0), 0.0)
-            counts, total = _hist_pass(row_ptr, v_hist, row_max, inv_t, inf_mode, hist_floor, scale,
-                                       kept * 0.0, NB, HBLOCK)
-            est_above, est_total = _estimated_above(counts, hist_floor, scale, row_max, inv_t,
-                                                    NB)
-            frac_u = tl.where(p_on, u * p, u).to(tl.float32)
-            lo_p, hi_p = _hist_band(counts, est_above, p.to(tl.float32) * est_total, NB, CAP,
-                                    STEPS)
-            lo_u, hi_u = _hist_band(counts, est_above, frac_u * est_total, NB, CAP, STEPS)
+            floor1 = tl.maximum(row_min, row_max - tl.minimum(reach, 100.0).to(tl.float32)
+                                / inv_t)
+            span = row_max - floor1
+            scale1 = tl.where(span > 0.0, (NB1 - 1.0) / tl.where(span > 0.0, span, 1.0), 0.0)
+            counts1, total = _coarse_pass(row_ptr, v_hist, row_max, inv_t, inf_mode, floor1,
+                                          scale1, kept * 0.0, NB1, HBLOCK)
+            est1, est_total = _estimated_above(counts1, kept.to(tl.float32) * 0.0, floor1,
+                                               scale1, row_max, inv_t, 1, NB1 - 1, NB1)
+            # targets in the estimate's units (the draw's: u x the top-p target)
+            tgt_p = (p * total).to(tl.float32)
+            tgt_u = tl.where(p_on, u * p * total, u * total).to(tl.float32)
+            win_lo_p, win_hi_p, floor2_p, scale2_p = _window(est1, tgt_p, floor1, scale1, inv_t,
+                                                             NB1, NB2)
+            win_lo_u, win_hi_u, floor2_u, scale2_u = _window(est1, tgt_u, floor1, scale1, inv_t,
+                                                             NB1, NB2)
+            counts_p, counts_u, win_above_p, win_above_u = _fine_pass(
+                row_ptr, v_fine, row_max, inv_t, inf_mode, floor1, scale1, win_lo_p, win_hi_p,
+                floor2_p, scale2_p, win_lo_u, win_hi_u, floor2_u, scale2_u, kept * 0.0, NB1, NB2,
+                HBLOCK)
+            est_p, _ = _estimated_above(counts_p, win_above_p.to(tl.float32), floor2_p,
+                                        scale2_p, row_max, inv_t, 0, NB2 - 2, NB2)
+            est_u, _ = _estimated_above(counts_u, win_above_u.to(tl.float32), floor2_u,
+                                        scale2_u, row_max, inv_t, 0, NB2 - 2, NB2)
+            lo_p, hi_p = _widen(counts_p, _crossing_bin(est_p, tgt_p, 0, NB2 - 2, NB2), 0, NB2 - 2,
+                                SMALL, NB2, STEPS)
+            lo_u, hi_u = _widen(counts_u, _crossing_bin(est_u, tgt_u, 0, NB2 - 2, NB2), 0, NB2 - 2,
+                                SMALL, NB2, STEPS)
             above_p, above_u, n_p, n_u = _band_pass(
-                row_ptr, v_band, row_max, inv_t, inf_mode, hist_floor, scale, lo_p, hi_p, lo_u, hi_u,
-                counter, cand_val, cand_idx, kept * 0.0, CAP, NB, BLOCK)
-            if p_on & (PHASES >= 4):
+                row_ptr, v_band, row_max, inv_t, inf_mode, floor1, scale1,
+                win_lo_p, win_hi_p, floor2_p, scale2_p, lo_p, hi_p,
+                win_lo_u, win_hi_u, floor2_u, scale2_u, lo_u, hi_u,
+                counter, cand_val, cand_idx, kept * 0.0, CAP, NB1, NB2, BLOCK)
+            # the ablation keeps every pass it runs (no result of theirs is dropped as unused)
+            probe = lo_p + hi_p + lo_u + hi_u + n_p + n_u
+            hits += tl.where((probe == -7) & (above_p + above_u == -7.0), 1, 0)
+            if p_on & (PHASES >= 5):
                 found_p, key_p, idx_p, kept, w_p = _band_search(
                     cand_val, cand_idx, n_p, above_p, p * total, row_max, inv_t, inf_mode,
-                    False, CAP)
+                    False, CAP, SMALL)
             hits += found_p
-        if p_on & (found_p == 0) & (PHASES >= 5):
+        if p_on & (found_p == 0) & (PHASES >= 6):
             key_p, idx_p, kept, w_p, total_p, rounds_p = mass_search(
                 row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, p,
                 kept * 0.0 - 1.0,
@@ -619,12 +716,12 @@ def fused_topp_sample_kernel(
         # a pivot-round search compares with its own sums (p or u times the row's mass as it
         # sums it); the draw after a top-p search aims at u times that search's kept mass
         tau_u = tl.where(p_on, u * kept, -1.0)
-        if HIST & (n_pinf == 0) & (PHASES >= 4):
+        if HIST & (n_pinf == 0) & (PHASES >= 5):
             found_u, key_u, idx_u, cum_u, w_u = _band_search(
                 cand_val + CAP, cand_idx + CAP, n_u, above_u, tl.where(p_on, tau_u, u * total),
-                row_max, inv_t, inf_mode, True, CAP)
+                row_max, inv_t, inf_mode, True, CAP, SMALL)
             hits += found_u
-        if (found_u == 0) & (PHASES >= 5):
+        if (found_u == 0) & (PHASES >= 6):
             key_u, idx_u, cum_u, w_u, total_u, rounds_u = mass_search(
                 row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, u, tau_u,
                 counter, cand_val, cand_idx, table_piv, table_cnt, table_mass,

@@ -406,8 +406,9 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     histogram band answered and the reads the pivot-round searches took; cap : the gather
     capacity per search (tests), default FUSED_TOPP_CAP (64 under the interpreter).
     Measuring knobs: ``QRITA_TOPP_HIST`` (1: the histogram band first, default; 0: pivot rounds
-    only), ``QRITA_TOPP_BINS`` (histogram bins, a power of 2, default 1024),
-    ``QRITA_TOPP_HBLOCK`` (entries per histogram tile, default 4096), ``QRITA_TOPP_PIVOTS``
+    only), ``QRITA_TOPP_BINS`` / ``QRITA_TOPP_FINE`` (coarse / fine histogram bins, powers of
+    2, default 64 / 128), ``QRITA_TOPP_HBLOCK`` (entries per histogram tile, default 4096),
+    ``QRITA_TOPP_PHASES`` (the kernel's ablation), ``QRITA_TOPP_PIVOTS``
     (pivots per round, a power of 2 >= 4, default 4), ``QRITA_TOPP_BLOCK`` (entries per tile,
     default 1024), ``QRITA_TOPP_WARPS`` (default 8).
 
@@ -428,7 +429,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     counter = torch.empty((batch, 2), dtype=torch.int32, device=dev)
     cand_val = torch.empty((batch, 2 * cap), dtype=torch.float32, device=dev)
     cand_idx = torch.empty((batch, 2 * cap), dtype=torch.int32, device=dev)
-    bins = 256 if small else int(os.environ.get("QRITA_TOPP_BINS", "1024"))
+    bins = 16 if small else int(os.environ.get("QRITA_TOPP_BINS", "64"))
+    fine = 32 if small else int(os.environ.get("QRITA_TOPP_FINE", "128"))
     table = (batch, FUSED_TOPP_TABLE * pivots)
     table_piv = torch.empty(table, dtype=torch.int64, device=dev)
     table_cnt = torch.empty(table, dtype=torch.int32, device=dev)
@@ -439,9 +441,10 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
            counter, cand_val, cand_idx, table_piv, table_cnt, table_mass, token, logp, rounds,
            HAS_P=p is not None, P_ARRAY=p_array, LOGPROB=logprob, NP=pivots, CAP=cap,
            BLOCK=block, FOLD=4 if small else 8, MAX_ROUNDS=24, TABLE_ROUNDS=FUSED_TOPP_TABLE,
-           HIST=os.environ.get("QRITA_TOPP_HIST", "1") == "1", NB=bins,
-           HBLOCK=512 if small else int(os.environ.get("QRITA_TOPP_HBLOCK", "4096")),
-           STEPS=(bins + 1).bit_length(), PHASES=int(os.environ.get("QRITA_TOPP_PHASES", "9")),
+           HIST=os.environ.get("QRITA_TOPP_HIST", "1") == "1", NB1=bins, NB2=fine,
+           SMALL=min(cap, 256), HBLOCK=512 if small else int(os.environ.get("QRITA_TOPP_HBLOCK",
+                                                                              "4096")),
+           STEPS=(fine + 1).bit_length(), PHASES=int(os.environ.get("QRITA_TOPP_PHASES", "9")),
            num_warps=int(os.environ.get("QRITA_TOPP_WARPS", "8")))
     return token, logp
 
