@@ -108,15 +108,19 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             dict(T_ARRAY=False, HAS_P=True, P_ARRAY=True, HAS_MIN_P=True, MIN_P_ARRAY=False,
                  K_P2=one_launch.SORT_MAX), target, 8)
         for logprob in (False, True):
-            out[f"fused_topp_{logprob}"] = _compile(fused_topp.fused_topp_sample_kernel, {
-                "x_ptr": f"*{ty}", "p_ptr": "*fp32", "u_ptr": "*fp32", "V": "i32",
-                "stride_x": "i64", "inv_t": "fp32", "t_bits": "i64", "p_bits": "i64",
-                "counter_ptr": "*i32", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
-                "table_piv_ptr": "*i64", "table_cnt_ptr": "*i32", "table_mass_ptr": "*fp64",
-                "token_ptr": "*i64", "logp_ptr": "*fp32", "rounds_ptr": "*i32"},
-                dict(HAS_P=True, P_ARRAY=logprob, LOGPROB=logprob, NP=4, CAP=1024,
-                     BLOCK=1024, FOLD=8, MAX_ROUNDS=24, TABLE_ROUNDS=8, HIST=True, NB1=64,
-                     NB2=128, SMALL=256, HBLOCK=4096, STEPS=8), target, 8)
+            for stage, hist in (("band", True), ("rounds", False)):
+                out[f"fused_topp_{stage}_{logprob}"] = _compile(
+                    fused_topp.fused_topp_sample_kernel, {
+                        "x_ptr": f"*{ty}", "p_ptr": "*fp32", "u_ptr": "*fp32", "V": "i32",
+                        "stride_x": "i64", "inv_t": "fp32", "t_bits": "i64", "p_bits": "i64",
+                        "counter_ptr": "*i32", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
+                        "table_piv_ptr": "*i64", "table_cnt_ptr": "*i32",
+                        "table_mass_ptr": "*fp64", "token_ptr": "*i64", "logp_ptr": "*fp32",
+                        "rounds_ptr": "*i32", "done_ptr": "*i32"},
+                    dict(HAS_P=True, P_ARRAY=logprob, LOGPROB=logprob, NP=4, CAP=1024,
+                         BLOCK=1024, FOLD=8, MAX_ROUNDS=24, TABLE_ROUNDS=8, HIST=hist, NB1=64,
+                         NB2=128, SMALL=256, HBLOCK=4096, STEPS=8, ROUNDS=not hist,
+                         SKIP_DONE=not hist), target, 8)
     if flags["HAS_P"] and not flags["SELECT"]:
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",

@@ -583,11 +583,12 @@ def fused_topp_sample_kernel(
     x_ptr, p_ptr, u_ptr,
     V, stride_x, inv_t, t_bits, p_bits,
     counter_ptr, cand_val_ptr, cand_idx_ptr, table_piv_ptr, table_cnt_ptr, table_mass_ptr,
-    token_ptr, logp_ptr, rounds_ptr,
+    token_ptr, logp_ptr, rounds_ptr, done_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, LOGPROB: tl.constexpr, NP: tl.constexpr,
     CAP: tl.constexpr, BLOCK: tl.constexpr, FOLD: tl.constexpr, MAX_ROUNDS: tl.constexpr,
     TABLE_ROUNDS: tl.constexpr, HIST: tl.constexpr, NB1: tl.constexpr, NB2: tl.constexpr,
-    SMALL: tl.constexpr, HBLOCK: tl.constexpr, STEPS: tl.constexpr, PHASES: tl.constexpr = 9,
+    SMALL: tl.constexpr, HBLOCK: tl.constexpr, STEPS: tl.constexpr, ROUNDS: tl.constexpr,
+    SKIP_DONE: tl.constexpr, PHASES: tl.constexpr = 9,
 ):
     """One token per row, top-p (k off) at a scalar temperature, drawn with the row's uniform.
 
@@ -602,7 +603,8 @@ def fused_topp_sample_kernel(
     token_ptr : (B,) int64; logp_ptr : (B,) float32, written when LOGPROB (one more read: the
         kept mass in float64, and log w_token = (x - max) / t in float64); rounds_ptr : (B, 2)
         int32 diagnostics: the searches the histogram band answered, and the reads of the row
-        the other (pivot-round) searches took
+        the other (pivot-round) searches took; done_ptr : (B,) int32, 1 where this launch wrote
+        the row's token (written unless SKIP_DONE)
 
     HIST (rows without +inf): after the first pass, one read counts the entries per coarse bin
     (NB1 bins over the range that can hold the crossings) and sums the row's mass Z; a second
@@ -610,7 +612,10 @@ def fused_topp_sample_kernel(
     the coarse bins around its estimated crossing (``_window``), and the exact mass above them; the fine
     bins around each estimated crossing, widened to at most SMALL entries, are gathered in one
     more read with the exact mass above each band. A search whose crossing lies inside its band
-    (checked exactly, after sorting the band) is done; the others take the pivot rounds.
+    (checked exactly, after sorting the band) is done; the others take the pivot rounds
+    (ROUNDS), or are left to a second launch (ROUNDS, not HIST, SKIP_DONE: rows whose done
+    flag is set return at once), so the first launch carries no pivot-round code (measured:
+    its registers slowed every row by ~40% at B = 1024).
 
     PHASES < 9 is an ablation for measuring (the token is then meaningless): 1 the first pass
     only, 2 + the coarse histogram, 3 + the fine one, 4 + the band pass, 5 + the bands' sorts,
@@ -618,128 +623,140 @@ def fused_topp_sample_kernel(
     """
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
-    row_ptr = x_ptr + row64 * stride_x
-    cand_val = cand_val_ptr + row64 * (2 * CAP)
-    cand_idx = cand_idx_ptr + row64 * (2 * CAP)
-    counter = counter_ptr + row64 * 2
-    table_piv = table_piv_ptr + row64 * (TABLE_ROUNDS * NP)
-    table_cnt = table_cnt_ptr + row64 * (TABLE_ROUNDS * NP)
-    table_mass = table_mass_ptr + row64 * (TABLE_ROUNDS * NP)
-    row_max, row_min, n_pinf, n_nan, top_key, first = _first_pass(row_ptr, V, BLOCK)
-    v_hist = V  # the ablation's reads: 0 skips a pass (its loop runs no iteration)
-    v_fine = V
-    v_band = V
-    if PHASES < 2:
-        v_hist = 0
-    if PHASES < 3:
-        v_fine = 0
-    if PHASES < 4:
-        v_band = 0
-    inf_mode = n_pinf > 0
-    defined = inf_mode | (row_max > -float("inf"))
-    v_floor = tl.maximum(row_min, row_max - 104.0 / inv_t)
-    if HAS_P:
-        p = _row_param(p_ptr, p_bits, row64, P_ARRAY)
-    else:
-        p = (n_nan * 0).to(tl.float64) + 1.0
-    u = tl.load(u_ptr + row64).to(tl.float64)
-    p_on = (p < 1.0) & (p == p)
-    token = first
-    logp = (n_nan * 0).to(tl.float32)
-    rounds = n_nan * 0
-    hits = n_nan * 0
-    if defined & ((p > 0.0) | (p != p)):  # p <= 0 keeps (and draws) the first entry alone
-        key_p = top_key * 0 + KEY_NAN
-        idx_p = V
-        w_p = (n_nan * 0).to(tl.float32) + 1.0
-        kept = (n_nan * 0).to(tl.float64) - 1.0  # not from p: p may be NaN (top-p off)
-        found_p = n_nan * 0
-        found_u = n_nan * 0
-        key_u = key_p
-        idx_u = idx_p
-        w_u = w_p
-        above_u = kept
-        n_u = n_nan * 0
-        total = kept
-        if HIST & (n_pinf == 0):
-            # the crossings lie where the mass below is under (1 - q) Z: within
-            # ln(V / (1 - q)) / t of the max, q = p (the draw's crossing lies above p's) or u
-            q = tl.where(p_on, p, u)
-            reach = tl.log((n_nan * 0 + V).to(tl.float64) / tl.maximum(1.0 - q, 1e-30)) + 1.0
-            floor1 = tl.maximum(row_min, row_max - tl.minimum(reach, 100.0).to(tl.float32)
-                                / inv_t)
-            span = row_max - floor1
-            scale1 = tl.where(span > 0.0, (NB1 - 1.0) / tl.where(span > 0.0, span, 1.0), 0.0)
-            counts1, total = _coarse_pass(row_ptr, v_hist, row_max, inv_t, inf_mode, floor1,
-                                          scale1, kept * 0.0, NB1, HBLOCK)
-            est1, est_total = _estimated_above(counts1, kept.to(tl.float32) * 0.0, floor1,
-                                               scale1, row_max, inv_t, 1, NB1 - 1, NB1)
-            # targets in the estimate's units (the draw's: u x the top-p target)
-            tgt_p = (p * total).to(tl.float32)
-            tgt_u = tl.where(p_on, u * p * total, u * total).to(tl.float32)
-            win_lo_p, win_hi_p, floor2_p, scale2_p = _window(est1, tgt_p, floor1, scale1, inv_t,
-                                                             NB1, NB2)
-            win_lo_u, win_hi_u, floor2_u, scale2_u = _window(est1, tgt_u, floor1, scale1, inv_t,
-                                                             NB1, NB2)
-            counts_p, counts_u, win_above_p, win_above_u = _fine_pass(
-                row_ptr, v_fine, row_max, inv_t, inf_mode, floor1, scale1, win_lo_p, win_hi_p,
-                floor2_p, scale2_p, win_lo_u, win_hi_u, floor2_u, scale2_u, kept * 0.0, NB1, NB2,
-                HBLOCK)
-            est_p, _ = _estimated_above(counts_p, win_above_p.to(tl.float32), floor2_p,
-                                        scale2_p, row_max, inv_t, 0, NB2 - 2, NB2)
-            est_u, _ = _estimated_above(counts_u, win_above_u.to(tl.float32), floor2_u,
-                                        scale2_u, row_max, inv_t, 0, NB2 - 2, NB2)
-            lo_p, hi_p = _widen(counts_p, _crossing_bin(est_p, tgt_p, 0, NB2 - 2, NB2), 0, NB2 - 2,
-                                SMALL, NB2, STEPS)
-            lo_u, hi_u = _widen(counts_u, _crossing_bin(est_u, tgt_u, 0, NB2 - 2, NB2), 0, NB2 - 2,
-                                SMALL, NB2, STEPS)
-            above_p, above_u, n_p, n_u = _band_pass(
-                row_ptr, v_band, row_max, inv_t, inf_mode, floor1, scale1,
-                win_lo_p, win_hi_p, floor2_p, scale2_p, lo_p, hi_p,
-                win_lo_u, win_hi_u, floor2_u, scale2_u, lo_u, hi_u,
-                counter, cand_val, cand_idx, kept * 0.0, CAP, NB1, NB2, BLOCK)
-            # the ablation keeps every pass it runs (no result of theirs is dropped as unused)
-            probe = lo_p + hi_p + lo_u + hi_u + n_p + n_u
-            hits += tl.where((probe == -7) & (above_p + above_u == -7.0), 1, 0)
-            if p_on & (PHASES >= 5):
-                found_p, key_p, idx_p, kept, w_p = _band_search(
-                    cand_val, cand_idx, n_p, above_p, p * total, row_max, inv_t, inf_mode,
-                    False, CAP, SMALL)
-            hits += found_p
-        if p_on & (found_p == 0) & (PHASES >= 6):
-            key_p, idx_p, kept, w_p, total_p, rounds_p = mass_search(
-                row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, p,
-                kept * 0.0 - 1.0,
-                counter, cand_val, cand_idx, table_piv, table_cnt, table_mass, rounds * 0,
-                False, NP, CAP, BLOCK, FOLD, MAX_ROUNDS, TABLE_ROUNDS)
-            rounds += rounds_p
-        # a pivot-round search compares with its own sums (p or u times the row's mass as it
-        # sums it); the draw after a top-p search aims at u times that search's kept mass
-        tau_u = tl.where(p_on, u * kept, -1.0)
-        if HIST & (n_pinf == 0) & (PHASES >= 5):
-            found_u, key_u, idx_u, cum_u, w_u = _band_search(
-                cand_val + CAP, cand_idx + CAP, n_u, above_u, tl.where(p_on, tau_u, u * total),
-                row_max, inv_t, inf_mode, True, CAP, SMALL)
-            hits += found_u
-        if (found_u == 0) & (PHASES >= 6):
-            key_u, idx_u, cum_u, w_u, total_u, rounds_u = mass_search(
-                row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, u, tau_u,
-                counter, cand_val, cand_idx, table_piv, table_cnt, table_mass,
-                tl.minimum(rounds, TABLE_ROUNDS), True, NP, CAP, BLOCK, FOLD, MAX_ROUNDS,
-                TABLE_ROUNDS)
-            rounds += rounds_u
-        # a float32 rounding may step past the kept prefix (u close to 1): its last entry; no
-        # entry found (rounding, top-p off): the first entry (weight 1) keeps the support
-        past = (key_u < key_p) | ((key_u == key_p) & (idx_u > idx_p)) | (idx_u < 0) | (w_u <= 0.0)
-        token = tl.where(past, tl.where(p_on, idx_p, first), idx_u)
-        if LOGPROB:
-            t = (t_bits + row64 * 0).to(tl.float64, bitcast=True)
-            kept64 = _kept_mass64(row_ptr, V, row_max, t, inf_mode, key_p, idx_p, BLOCK)
-            x_tok = tl.load(row_ptr + token).to(tl.float64)
-            log_w = tl.where(inf_mode, 0.0, (x_tok - row_max.to(tl.float64)) / t)
-            logp = (log_w - tl.log(tl.where(kept64 > 0.0, kept64, 1.0))).to(tl.float32)
-    tl.store(token_ptr + row64, token.to(tl.int64))
-    if LOGPROB:
-        tl.store(logp_ptr + row64, logp)
-    tl.store(rounds_ptr + row64 * 2, hits)
-    tl.store(rounds_ptr + row64 * 2 + 1, rounds)
+    skip = row * 0
+    if SKIP_DONE:
+        skip = tl.load(done_ptr + row64)
+    if skip == 0:
+        row_ptr = x_ptr + row64 * stride_x
+        cand_val = cand_val_ptr + row64 * (2 * CAP)
+        cand_idx = cand_idx_ptr + row64 * (2 * CAP)
+        counter = counter_ptr + row64 * 2
+        table_piv = table_piv_ptr + row64 * (TABLE_ROUNDS * NP)
+        table_cnt = table_cnt_ptr + row64 * (TABLE_ROUNDS * NP)
+        table_mass = table_mass_ptr + row64 * (TABLE_ROUNDS * NP)
+        row_max, row_min, n_pinf, n_nan, top_key, first = _first_pass(row_ptr, V, BLOCK)
+        v_hist = V  # the ablation's reads: 0 skips a pass (its loop runs no iteration)
+        v_fine = V
+        v_band = V
+        if PHASES < 2:
+            v_hist = 0
+        if PHASES < 3:
+            v_fine = 0
+        if PHASES < 4:
+            v_band = 0
+        inf_mode = n_pinf > 0
+        defined = inf_mode | (row_max > -float("inf"))
+        v_floor = tl.maximum(row_min, row_max - 104.0 / inv_t)
+        if HAS_P:
+            p = _row_param(p_ptr, p_bits, row64, P_ARRAY)
+        else:
+            p = (n_nan * 0).to(tl.float64) + 1.0
+        u = tl.load(u_ptr + row64).to(tl.float64)
+        p_on = (p < 1.0) & (p == p)
+        token = first
+        logp = (n_nan * 0).to(tl.float32)
+        rounds = n_nan * 0
+        hits = n_nan * 0
+        done = n_nan * 0 + 1
+        if defined & ((p > 0.0) | (p != p)):  # p <= 0 keeps (and draws) the first entry alone
+            key_p = top_key * 0 + KEY_NAN
+            idx_p = V
+            w_p = (n_nan * 0).to(tl.float32) + 1.0
+            kept = (n_nan * 0).to(tl.float64) - 1.0  # not from p: p may be NaN (top-p off)
+            found_p = n_nan * 0
+            found_u = n_nan * 0
+            key_u = key_p
+            idx_u = idx_p
+            w_u = w_p
+            above_u = kept
+            n_u = n_nan * 0
+            total = kept
+            if HIST & (n_pinf == 0):
+                # the crossings lie where the mass below is under (1 - q) Z: within
+                # ln(V / (1 - q)) / t of the max, q = p (the draw's crossing lies above p's) or u
+                q = tl.where(p_on, p, u)
+                reach = tl.log((n_nan * 0 + V).to(tl.float64) / tl.maximum(1.0 - q, 1e-30)) + 1.0
+                floor1 = tl.maximum(row_min, row_max - tl.minimum(reach, 100.0).to(tl.float32)
+                                    / inv_t)
+                span = row_max - floor1
+                scale1 = tl.where(span > 0.0, (NB1 - 1.0) / tl.where(span > 0.0, span, 1.0), 0.0)
+                counts1, total = _coarse_pass(row_ptr, v_hist, row_max, inv_t, inf_mode, floor1,
+                                              scale1, kept * 0.0, NB1, HBLOCK)
+                est1, est_total = _estimated_above(counts1, kept.to(tl.float32) * 0.0, floor1,
+                                                   scale1, row_max, inv_t, 1, NB1 - 1, NB1)
+                # targets in the estimate's units (the draw's: u x the top-p target)
+                tgt_p = (p * total).to(tl.float32)
+                tgt_u = tl.where(p_on, u * p * total, u * total).to(tl.float32)
+                win_lo_p, win_hi_p, floor2_p, scale2_p = _window(est1, tgt_p, floor1, scale1, inv_t,
+                                                                 NB1, NB2)
+                win_lo_u, win_hi_u, floor2_u, scale2_u = _window(est1, tgt_u, floor1, scale1, inv_t,
+                                                                 NB1, NB2)
+                counts_p, counts_u, win_above_p, win_above_u = _fine_pass(
+                    row_ptr, v_fine, row_max, inv_t, inf_mode, floor1, scale1, win_lo_p, win_hi_p,
+                    floor2_p, scale2_p, win_lo_u, win_hi_u, floor2_u, scale2_u, kept * 0.0, NB1, NB2,
+                    HBLOCK)
+                est_p, _ = _estimated_above(counts_p, win_above_p.to(tl.float32), floor2_p,
+                                            scale2_p, row_max, inv_t, 0, NB2 - 2, NB2)
+                est_u, _ = _estimated_above(counts_u, win_above_u.to(tl.float32), floor2_u,
+                                            scale2_u, row_max, inv_t, 0, NB2 - 2, NB2)
+                lo_p, hi_p = _widen(counts_p, _crossing_bin(est_p, tgt_p, 0, NB2 - 2, NB2), 0, NB2 - 2,
+                                    SMALL, NB2, STEPS)
+                lo_u, hi_u = _widen(counts_u, _crossing_bin(est_u, tgt_u, 0, NB2 - 2, NB2), 0, NB2 - 2,
+                                    SMALL, NB2, STEPS)
+                above_p, above_u, n_p, n_u = _band_pass(
+                    row_ptr, v_band, row_max, inv_t, inf_mode, floor1, scale1,
+                    win_lo_p, win_hi_p, floor2_p, scale2_p, lo_p, hi_p,
+                    win_lo_u, win_hi_u, floor2_u, scale2_u, lo_u, hi_u,
+                    counter, cand_val, cand_idx, kept * 0.0, CAP, NB1, NB2, BLOCK)
+                # the ablation keeps every pass it runs (no result of theirs is dropped as unused)
+                probe = lo_p + hi_p + lo_u + hi_u + n_p + n_u
+                hits += tl.where((probe == -7) & (above_p + above_u == -7.0), 1, 0)
+                if p_on & (PHASES >= 5):
+                    found_p, key_p, idx_p, kept, w_p = _band_search(
+                        cand_val, cand_idx, n_p, above_p, p * total, row_max, inv_t, inf_mode,
+                        False, CAP, SMALL)
+                hits += found_p
+            if ROUNDS:
+                if p_on & (found_p == 0) & (PHASES >= 6):
+                    key_p, idx_p, kept, w_p, total_p, rounds_p = mass_search(
+                        row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, p,
+                        kept * 0.0 - 1.0, counter, cand_val, cand_idx, table_piv, table_cnt,
+                        table_mass, rounds * 0, False, NP, CAP, BLOCK, FOLD, MAX_ROUNDS,
+                        TABLE_ROUNDS)
+                    rounds += rounds_p
+            # a pivot-round search compares with its own sums (p or u times the row's mass as it
+            # sums it); the draw after a top-p search aims at u times that search's kept mass
+            tau_u = tl.where(p_on, u * kept, -1.0)
+            if HIST & (n_pinf == 0) & (PHASES >= 5):
+                found_u, key_u, idx_u, cum_u, w_u = _band_search(
+                    cand_val + CAP, cand_idx + CAP, n_u, above_u, tl.where(p_on, tau_u, u * total),
+                    row_max, inv_t, inf_mode, True, CAP, SMALL)
+                hits += found_u
+            if ROUNDS:
+                if (found_u == 0) & (PHASES >= 6):
+                    key_u, idx_u, cum_u, w_u, total_u, rounds_u = mass_search(
+                        row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, u,
+                        tau_u, counter, cand_val, cand_idx, table_piv, table_cnt, table_mass,
+                        tl.minimum(rounds, TABLE_ROUNDS), True, NP, CAP, BLOCK, FOLD,
+                        MAX_ROUNDS, TABLE_ROUNDS)
+                    rounds += rounds_u
+            else:  # the second launch answers the rows a band missed
+                done = tl.where((found_u == 1) & (tl.where(p_on, found_p, 1) == 1), 1, 0)
+            # a float32 rounding may step past the kept prefix (u close to 1): its last entry; no
+            # entry found (rounding, top-p off): the first entry (weight 1) keeps the support
+            past = (key_u < key_p) | ((key_u == key_p) & (idx_u > idx_p)) | (idx_u < 0) | (w_u <= 0.0)
+            token = tl.where(past, tl.where(p_on, idx_p, first), idx_u)
+            if LOGPROB & (done == 1):
+                t = (t_bits + row64 * 0).to(tl.float64, bitcast=True)
+                kept64 = _kept_mass64(row_ptr, V, row_max, t, inf_mode, key_p, idx_p, BLOCK)
+                x_tok = tl.load(row_ptr + token).to(tl.float64)
+                log_w = tl.where(inf_mode, 0.0, (x_tok - row_max.to(tl.float64)) / t)
+                logp = (log_w - tl.log(tl.where(kept64 > 0.0, kept64, 1.0))).to(tl.float32)
+        if done == 1:
+            tl.store(token_ptr + row64, token.to(tl.int64))
+            if LOGPROB:
+                tl.store(logp_ptr + row64, logp)
+        tl.store(rounds_ptr + row64 * 2, hits)
+        tl.store(rounds_ptr + row64 * 2 + 1, rounds)
+        if not SKIP_DONE:
+            tl.store(done_ptr + row64, done)

@@ -408,7 +408,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     Measuring knobs: ``QRITA_TOPP_HIST`` (1: the histogram band first, default; 0: pivot rounds
     only), ``QRITA_TOPP_BINS`` / ``QRITA_TOPP_FINE`` (coarse / fine histogram bins, powers of
     2, default 64 / 128), ``QRITA_TOPP_HBLOCK`` (entries per histogram tile, default 4096),
-    ``QRITA_TOPP_PHASES`` (the kernel's ablation), ``QRITA_TOPP_PIVOTS``
+    ``QRITA_TOPP_PHASES`` (the kernel's ablation), ``QRITA_TOPP_SPLIT`` (1: the pivot rounds
+    in a second launch, default; 0: in the band's launch), ``QRITA_TOPP_PIVOTS``
     (pivots per round, a power of 2 >= 4, default 4), ``QRITA_TOPP_BLOCK`` (entries per tile,
     default 1024), ``QRITA_TOPP_WARPS`` (default 8).
 
@@ -436,16 +437,25 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     table_cnt = torch.empty(table, dtype=torch.int32, device=dev)
     table_mass = torch.empty(table, dtype=torch.float64, device=dev)
     p_ptr, p_bits, p_array = _f64_param(p, u)
-    launch(fused_topp_sample_kernel, (batch,),
-           x, p_ptr, u, vocab, x.stride(0), 1.0 / t, _f64_bits(t), p_bits,
-           counter, cand_val, cand_idx, table_piv, table_cnt, table_mass, token, logp, rounds,
-           HAS_P=p is not None, P_ARRAY=p_array, LOGPROB=logprob, NP=pivots, CAP=cap,
-           BLOCK=block, FOLD=4 if small else 8, MAX_ROUNDS=24, TABLE_ROUNDS=FUSED_TOPP_TABLE,
-           HIST=os.environ.get("QRITA_TOPP_HIST", "1") == "1", NB1=bins, NB2=fine,
-           SMALL=min(cap, 256), HBLOCK=512 if small else int(os.environ.get("QRITA_TOPP_HBLOCK",
-                                                                              "4096")),
-           STEPS=(fine + 1).bit_length(), PHASES=int(os.environ.get("QRITA_TOPP_PHASES", "9")),
-           num_warps=int(os.environ.get("QRITA_TOPP_WARPS", "8")))
+    done = torch.empty(batch, dtype=torch.int32, device=dev)
+    hist = os.environ.get("QRITA_TOPP_HIST", "1") == "1"
+    split = hist and os.environ.get("QRITA_TOPP_SPLIT", "1") == "1"
+    common = dict(HAS_P=p is not None, P_ARRAY=p_array, LOGPROB=logprob, NP=pivots, CAP=cap,
+                  BLOCK=block, FOLD=4 if small else 8, MAX_ROUNDS=24,
+                  TABLE_ROUNDS=FUSED_TOPP_TABLE, NB1=bins, NB2=fine, SMALL=min(cap, 256),
+                  HBLOCK=512 if small else int(os.environ.get("QRITA_TOPP_HBLOCK", "4096")),
+                  STEPS=(fine + 1).bit_length(),
+                  PHASES=int(os.environ.get("QRITA_TOPP_PHASES", "9")),
+                  num_warps=int(os.environ.get("QRITA_TOPP_WARPS", "8")))
+    args = (x, p_ptr, u, vocab, x.stride(0), 1.0 / t, _f64_bits(t), p_bits, counter, cand_val,
+            cand_idx, table_piv, table_cnt, table_mass, token, logp, rounds, done)
+    # the histogram band (no pivot-round code: fewer registers), then the pivot rounds for the
+    # rows it left (the others return at once); QRITA_TOPP_SPLIT=0: one launch with both
+    launch(fused_topp_sample_kernel, (batch,), *args, HIST=hist, ROUNDS=not split,
+           SKIP_DONE=False, **common)
+    if split:
+        launch(fused_topp_sample_kernel, (batch,), *args, HIST=False, ROUNDS=True,
+               SKIP_DONE=True, **common)
     return token, logp
 
 
