@@ -458,6 +458,18 @@ def _widen(counts, b_hat, first_bin, last_bin, LIMIT: tl.constexpr, NB: tl.const
 
 
 @triton.jit
+def _band_bins(counts, b_hat, NB2: tl.constexpr, SMALL: tl.constexpr, CAP: tl.constexpr,
+               STEPS: tl.constexpr):
+    """A search's fine bins: widened to at most SMALL entries (a cheap sort), or, when the
+    crossing's bin alone holds more (ties: 16-bit values repeat hundreds of times), at most
+    CAP."""
+    lo, hi = _widen(counts, b_hat, 0, NB2 - 2, SMALL, NB2, STEPS)
+    if lo > hi:
+        lo, hi = _widen(counts, b_hat, 0, NB2 - 2, CAP, NB2, STEPS)
+    return lo, hi
+
+
+@triton.jit
 def _window(est_above1, target_est, floor1, scale1, inv_t, NB1: tl.constexpr,
             NB2: tl.constexpr):
     """The coarse window of one search: the bins whose estimated cumulative mass, give or take
@@ -699,10 +711,10 @@ def fused_topp_sample_kernel(
                                             scale2_p, row_max, inv_t, 0, NB2 - 2, NB2)
                 est_u, _ = _estimated_above(counts_u, win_above_u.to(tl.float32), floor2_u,
                                             scale2_u, row_max, inv_t, 0, NB2 - 2, NB2)
-                lo_p, hi_p = _widen(counts_p, _crossing_bin(est_p, tgt_p, 0, NB2 - 2, NB2), 0, NB2 - 2,
-                                    SMALL, NB2, STEPS)
-                lo_u, hi_u = _widen(counts_u, _crossing_bin(est_u, tgt_u, 0, NB2 - 2, NB2), 0, NB2 - 2,
-                                    SMALL, NB2, STEPS)
+                lo_p, hi_p = _band_bins(counts_p, _crossing_bin(est_p, tgt_p, 0, NB2 - 2, NB2),
+                                        NB2, SMALL, CAP, STEPS)
+                lo_u, hi_u = _band_bins(counts_u, _crossing_bin(est_u, tgt_u, 0, NB2 - 2, NB2),
+                                        NB2, SMALL, CAP, STEPS)
                 above_p, above_u, n_p, n_u = _band_pass(
                     row_ptr, v_band, row_max, inv_t, inf_mode, floor1, scale1,
                     win_lo_p, win_hi_p, floor2_p, scale2_p, lo_p, hi_p,
