@@ -474,10 +474,12 @@ def _window(est_above1, target_est, floor1, scale1, inv_t, NB1: tl.constexpr,
             NB2: tl.constexpr):
     """The coarse window of one search: the bins whose estimated cumulative mass, give or take
     its error, can reach the target, and one more on each side (bins 1 .. NB1 - 1); and the
-    fine bins' floor and scale over it. A bin's centre weight misses the mean weight of its
-    entries by about (width / t)^2 / 8 (relative), so the window allows twice that plus 1e-3."""
+    fine bins' floor and scale over it. Weighing a bin's entries at its centre misses their
+    mass by about (width / t)^2 / 24 (relative: the first-order terms cancel over the bin), so
+    the window allows that plus 1e-3 (a larger allowance widens the window for p close to 1
+    until the fine bins overflow; a miss costs the pivot rounds, never exactness)."""
     step = 1.0 / tl.where(scale1 > 0.0, scale1, 1.0)
-    slack = tl.minimum(0.25 * (step * inv_t) * (step * inv_t) + 1e-3, 0.5)
+    slack = tl.minimum((step * inv_t) * (step * inv_t) / 24.0 + 1e-3, 0.5)
     b_max = _crossing_bin(est_above1, target_est / (1.0 + slack), 1, NB1 - 1, NB1)
     b_min = _crossing_bin(est_above1, target_est / (1.0 - slack), 1, NB1 - 1, NB1)
     win_lo = tl.maximum(b_min - 1, 1)
