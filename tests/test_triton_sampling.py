@@ -786,6 +786,30 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
     assert len(taken) == len(cases) + 3
 
 
+@pytest.mark.parametrize("knobs", [{"QRITA_TOPP_SPLIT": "0"}, {"QRITA_TOPP_HIST": "0"}])
+def test_fused_topp_sampler_routes_match_the_reference(monkeypatch, knobs):
+    """The fused top-p sampler's measuring knobs keep it exact: the band and the pivot rounds in
+    one launch (SPLIT=0), and the pivot rounds alone (HIST=0); every generator family, p = 0.9
+    and per-row p, float32."""
+    for name, value in knobs.items():
+        monkeypatch.setenv(name, value)
+    V = 509
+    x = _as_dtype(_stacked_families(V, "float32", 6), "float32")
+    B = x.shape[0]
+    for i, p in enumerate([0.9, _cycle(P_CYCLE, B, 1)]):
+        u = _grid_uniforms(np.random.default_rng(200 + i), B)
+        rounds = torch.zeros((B, 2), dtype=torch.int32, device=DEVICE)
+        tokens, logp = launch_mod.launch_fused_topp_sample(
+            _dev(x, "float32"), _arg(u), None, _arg(p), logprob=True, rounds=rounds, cap=64)
+        compare.assert_sampling_matches(x, u.astype(np.float64), None, p, tokens=_host(tokens),
+                                        logprobs=_host(logp))
+        hits = rounds[:, 0].cpu()
+        if knobs.get("QRITA_TOPP_HIST") == "0":
+            assert int(hits.sum()) == 0, hits.tolist()
+        else:
+            assert int((hits == 2).sum()) >= B // 3, hits.tolist()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("k,p,t", [(None, 0.9, None), (None, None, 0.7), (50, 0.9, None),
                                    (1000, 0.95, 0.8)])
