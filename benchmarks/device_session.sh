@@ -194,3 +194,13 @@ if [[ $stage == hist ]]; then  # the fused top-p sampler's histogram band: knobs
     --warmup 5 --rep 20 --check-rows 4 --no-progress > "$OUT/bench_hist.log" 2>&1
   echo "bench exit $?"; grep -E "^sample|NO:" "$OUT/bench_hist.log" | cut -c1-160
 fi
+if [[ $stage == hmask ]]; then  # masked histograms vs the default (issue 6, next session's first call)
+  for hm in 0 1; do
+    QRITA_TOPP_HMASK=$hm timeout "${HIST_S:-150}" python3 benchmarks/topp_hist.py --out "$OUT/hmask$hm" \
+      --batch "${HIST_B:-1,1024}" --configs "hist:64:4096,hist:64:4096:4" 2>&1 | grep -v Warn \
+      | tee "$OUT/topp_hist_hmask$hm.log" | cut -c1-220
+  done
+  QRITA_TOPP_HMASK=1 timeout "${TESTS_S:-120}" python3 -m pytest -q -m gpu -p no:cacheprovider --timeout 100 \
+    "tests/test_triton_sampling.py::test_gpu_fused_samplers_reproducible_invariant_capturable[None-0.9-None]" \
+    2>&1 | tail -3 | tee "$OUT/pytest_gpu_hmask.log"
+fi

@@ -786,11 +786,12 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
     assert len(taken) == len(cases) + 3
 
 
-@pytest.mark.parametrize("knobs", [{"QRITA_TOPP_SPLIT": "0"}, {"QRITA_TOPP_HIST": "0"}])
+@pytest.mark.parametrize("knobs", [{"QRITA_TOPP_SPLIT": "0"}, {"QRITA_TOPP_HIST": "0"},
+                                   {"QRITA_TOPP_HMASK": "1"}])
 def test_fused_topp_sampler_routes_match_the_reference(monkeypatch, knobs):
     """The fused top-p sampler's measuring knobs keep it exact: the band and the pivot rounds in
-    one launch (SPLIT=0), and the pivot rounds alone (HIST=0); every generator family, p = 0.9
-    and per-row p, float32."""
+    one launch (SPLIT=0), the pivot rounds alone (HIST=0), masked histograms (HMASK=1); every
+    generator family, p = 0.9 and per-row p, float32."""
     for name, value in knobs.items():
         monkeypatch.setenv(name, value)
     V = 509

@@ -375,7 +375,7 @@ def _fine_bin(b1, x, win_lo, win_hi, floor2, scale2, NB2: tl.constexpr):
 
 @triton.jit
 def _coarse_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1, zero64,
-                 NB1: tl.constexpr, HBLOCK: tl.constexpr):
+                 NB1: tl.constexpr, HBLOCK: tl.constexpr, HMASK: tl.constexpr):
     """One read: the count of entries in each coarse bin (int32, exact) and the row's mass Z
     (float32 weights summed per tile, float64 across tiles)."""
     counts = tl.zeros([NB1], dtype=tl.int32)
@@ -383,7 +383,11 @@ def _coarse_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1, zero64,
     for start in range(0, V, HBLOCK):
         offs = start + tl.arange(0, HBLOCK)
         x = tl.load(row_ptr + offs, mask=offs < V, other=float("nan")).to(tl.float32)
-        counts += tl.histogram(_bin_of(x, floor1, scale1, NB1), NB1)
+        b1 = _bin_of(x, floor1, scale1, NB1)
+        if HMASK:  # bin 0 (below the range) is never used: not counted
+            counts += tl.histogram(b1, NB1, mask=b1 >= 1)
+        else:
+            counts += tl.histogram(b1, NB1)
         total += tl.sum(_weight(x, row_max, inv_t, inf_mode), axis=0).to(tl.float64)
     return counts, total
 
@@ -391,7 +395,8 @@ def _coarse_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1, zero64,
 @triton.jit
 def _fine_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1, win_lo_p, win_hi_p,
                floor2_p, scale2_p, win_lo_u, win_hi_u, floor2_u, scale2_u, zero64,
-               NB1: tl.constexpr, NB2: tl.constexpr, HBLOCK: tl.constexpr):
+               NB1: tl.constexpr, NB2: tl.constexpr, HBLOCK: tl.constexpr,
+               HMASK: tl.constexpr):
     """One read for both searches: the fine-bin counts inside each search's coarse window and
     the exact mass of the entries above each window."""
     counts_p = tl.zeros([NB2], dtype=tl.int32)
@@ -403,10 +408,15 @@ def _fine_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1, win_lo_p, w
         x = tl.load(row_ptr + offs, mask=offs < V, other=float("nan")).to(tl.float32)
         b1 = _bin_of(x, floor1, scale1, NB1)
         w = _weight(x, row_max, inv_t, inf_mode)
-        counts_p += tl.histogram(_fine_bin(b1, x, win_lo_p, win_hi_p, floor2_p, scale2_p, NB2),
-                                 NB2)
-        counts_u += tl.histogram(_fine_bin(b1, x, win_lo_u, win_hi_u, floor2_u, scale2_u, NB2),
-                                 NB2)
+        b2_p = _fine_bin(b1, x, win_lo_p, win_hi_p, floor2_p, scale2_p, NB2)
+        b2_u = _fine_bin(b1, x, win_lo_u, win_hi_u, floor2_u, scale2_u, NB2)
+        if HMASK:  # only the windows' entries are counted (the others, most of the row, all
+            # fall in bin NB2 - 1)
+            counts_p += tl.histogram(b2_p, NB2, mask=b2_p < NB2 - 1)
+            counts_u += tl.histogram(b2_u, NB2, mask=b2_u < NB2 - 1)
+        else:
+            counts_p += tl.histogram(b2_p, NB2)
+            counts_u += tl.histogram(b2_u, NB2)
         above_p += tl.sum(tl.where(b1 > win_hi_p, w, 0.0), axis=0).to(tl.float64)
         above_u += tl.sum(tl.where(b1 > win_hi_u, w, 0.0), axis=0).to(tl.float64)
     return counts_p, counts_u, above_p, above_u
@@ -602,7 +612,7 @@ def fused_topp_sample_kernel(
     CAP: tl.constexpr, BLOCK: tl.constexpr, FOLD: tl.constexpr, MAX_ROUNDS: tl.constexpr,
     TABLE_ROUNDS: tl.constexpr, HIST: tl.constexpr, NB1: tl.constexpr, NB2: tl.constexpr,
     SMALL: tl.constexpr, HBLOCK: tl.constexpr, STEPS: tl.constexpr, ROUNDS: tl.constexpr,
-    SKIP_DONE: tl.constexpr, PHASES: tl.constexpr = 9,
+    SKIP_DONE: tl.constexpr, PHASES: tl.constexpr = 9, HMASK: tl.constexpr = False,
 ):
     """One token per row, top-p (k off) at a scalar temperature, drawn with the row's uniform.
 
@@ -633,7 +643,8 @@ def fused_topp_sample_kernel(
 
     PHASES < 9 is an ablation for measuring (the token is then meaningless): 1 the first pass
     only, 2 + the coarse histogram, 3 + the fine one, 4 + the band pass, 5 + the bands' sorts,
-    6 + pivot rounds.
+    6 + pivot rounds. HMASK (an experiment, not yet measured on a GPU): the histograms skip the
+    entries whose bin is never used (same counts in the used bins).
     """
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
@@ -695,7 +706,7 @@ def fused_topp_sample_kernel(
                 span = row_max - floor1
                 scale1 = tl.where(span > 0.0, (NB1 - 1.0) / tl.where(span > 0.0, span, 1.0), 0.0)
                 counts1, total = _coarse_pass(row_ptr, v_hist, row_max, inv_t, inf_mode, floor1,
-                                              scale1, kept * 0.0, NB1, HBLOCK)
+                                              scale1, kept * 0.0, NB1, HBLOCK, HMASK)
                 est1, est_total = _estimated_above(counts1, kept.to(tl.float32) * 0.0, floor1,
                                                    scale1, row_max, inv_t, 1, NB1 - 1, NB1)
                 # targets in the estimate's units (the draw's: u x the top-p target)
@@ -708,7 +719,7 @@ def fused_topp_sample_kernel(
                 counts_p, counts_u, win_above_p, win_above_u = _fine_pass(
                     row_ptr, v_fine, row_max, inv_t, inf_mode, floor1, scale1, win_lo_p, win_hi_p,
                     floor2_p, scale2_p, win_lo_u, win_hi_u, floor2_u, scale2_u, kept * 0.0, NB1, NB2,
-                    HBLOCK)
+                    HBLOCK, HMASK)
                 est_p, _ = _estimated_above(counts_p, win_above_p.to(tl.float32), floor2_p,
                                             scale2_p, row_max, inv_t, 0, NB2 - 2, NB2)
                 est_u, _ = _estimated_above(counts_u, win_above_u.to(tl.float32), floor2_u,

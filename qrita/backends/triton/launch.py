@@ -409,7 +409,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     only), ``QRITA_TOPP_BINS`` / ``QRITA_TOPP_FINE`` (coarse / fine histogram bins, powers of
     2, default 64 / 128), ``QRITA_TOPP_HBLOCK`` (entries per histogram tile, default 4096),
     ``QRITA_TOPP_PHASES`` (the kernel's ablation), ``QRITA_TOPP_SPLIT`` (1: the pivot rounds
-    in a second launch, default; 0: in the band's launch), ``QRITA_TOPP_PIVOTS``
+    in a second launch, default; 0: in the band's launch), ``QRITA_TOPP_HMASK`` (1: masked
+    histograms, an unmeasured experiment), ``QRITA_TOPP_PIVOTS``
     (pivots per round, a power of 2 >= 4, default 4), ``QRITA_TOPP_BLOCK`` (entries per tile,
     default 1024), ``QRITA_TOPP_WARPS`` (default 8).
 
@@ -446,6 +447,7 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
                   HBLOCK=512 if small else int(os.environ.get("QRITA_TOPP_HBLOCK", "4096")),
                   STEPS=(fine + 1).bit_length(),
                   PHASES=int(os.environ.get("QRITA_TOPP_PHASES", "9")),
+                  HMASK=os.environ.get("QRITA_TOPP_HMASK", "0") == "1",
                   num_warps=int(os.environ.get("QRITA_TOPP_WARPS", "8")))
     args = (x, p_ptr, u, vocab, x.stride(0), 1.0 / t, _f64_bits(t), p_bits, counter, cand_val,
             cand_idx, table_piv, table_cnt, table_mass, token, logp, rounds, done)
