@@ -120,7 +120,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                     dict(HAS_P=True, P_ARRAY=logprob, LOGPROB=logprob, NP=4, CAP=1024,
                          BLOCK=1024, FOLD=8, MAX_ROUNDS=24, TABLE_ROUNDS=8, HIST=hist, NB1=64,
                          NB2=128, SMALL=256, HBLOCK=4096, STEPS=8, ROUNDS=not hist,
-                         SKIP_DONE=not hist), target, 8)
+                         SKIP_DONE=not hist, PHASES=9, HMASK=False), target, 8)
     if flags["HAS_P"] and not flags["SELECT"]:
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
