@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
 # default, GPU tests then the sampler bench; topp: the fused top-p sampler, 16 vs 8 pivots;
 # topp2: its tests and bench after the four-loads-in-flight change; hist: the histogram band's
 # hit rates and knobs, its GPU tests, the sampler bench; histonly: only the hit rates and knobs;
-# hmask: masked histograms (QRITA_TOPP_HMASK) against the default, and its GPU test)
+# hmask: masked histograms (QRITA_TOPP_HMASK) against the default, and its GPU test; warps: the
+# candidate pass with one warp per program, the fused top-p sampler's warps and tiles)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -204,4 +205,14 @@ if [[ $stage == hmask ]]; then  # masked histograms vs the default (issue 6, nex
   QRITA_TOPP_HMASK=1 timeout "${TESTS_S:-120}" python3 -m pytest -q -m gpu -p no:cacheprovider --timeout 100 \
     "tests/test_triton_sampling.py::test_gpu_fused_samplers_reproducible_invariant_capturable[None-0.9-None]" \
     2>&1 | tail -3 | tee "$OUT/pytest_gpu_hmask.log"
+fi
+if [[ $stage == warps ]]; then  # fewer warps: block-wide reductions become shuffles
+  timeout "${TUNE_S:-260}" python3 benchmarks/tune_launch.py --stage cand_warps --out "$OUT" \
+    --batch "${TUNE_B:-64,1024}" --dtypes "${TUNE_D:-float32,bfloat16}" 2>&1 | grep -v Warn \
+    | tee "$OUT/tune_cand_warps.log" | cut -c1-200
+  for w in ${TOPP_WARPS:-2 4 16}; do
+    QRITA_TOPP_WARPS=$w timeout "${HIST_S:-80}" python3 benchmarks/topp_hist.py --out "$OUT/topp_warps$w" \
+      --batch 1024 --configs "hist:64:4096,hist:64:1024" --workloads zipf --dtypes float32 2>&1 \
+      | grep -v Warn | sed "s/^/warps=$w /" | tee -a "$OUT/topp_warps.log" | cut -c1-200
+  done
 fi

@@ -1,6 +1,6 @@
 """Measure launch parameters (not a test): the data behind the launch table.
 
-    python benchmarks/tune_launch.py [--stage cand|wide|band|wide_sparse|cand_sparse] [--batch 1,64,1024]
+    python benchmarks/tune_launch.py [--stage cand|cand_warps|wide|band|wide_sparse|cand_sparse] [--batch 1,64,1024]
                                      [--vocab 131072] [--out DIR]
 
 For each (dtype, V, B, scenario) and each (tile, warps) of the candidate pass (``cand``) or of the
@@ -39,6 +39,11 @@ STAGES = {  # configurations (PipelineConfig fields), scenarios, kernel name pre
     # the band is 2-3% of the row: the one-by-one append (tiles with <= SPARSE candidates) may
     # lose to the tile's prefix sum there; 0 = prefix sums only
     "wide_sparse": ([dict(sparse_wide=s) for s in (0, 1, 2, 4, 8, 16)], TOP_P, "wide_compact"),
+    # one warp per program: the per-tile count and the append reduce by shuffles alone
+    "cand_warps": ([dict(block_cand=b, warps_cand=w) for b, w in
+                    [(512, 2), (128, 1), (256, 1), (512, 1), (1024, 1), (256, 2)]],
+                   {"topk50": (50, None), "topk1000": (1000, None), "topp0.9": (None, 0.9)},
+                   "candidates"),
     "cand_sparse": ([dict(sparse=s, sparse_wide=8) for s in (0, 1, 2, 4, 8, 16)],
                     {"topk50": (50, None), "topk1000": (1000, None)}, "candidates"),
 }
