@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -8,7 +8,8 @@
 # topp2: its tests and bench after the four-loads-in-flight change; hist: the histogram band's
 # hit rates and knobs, its GPU tests, the sampler bench; histonly: only the hit rates and knobs;
 # hmask: masked histograms (QRITA_TOPP_HMASK) against the default, and its GPU test; warps: the
-# candidate pass with one warp per program, the fused top-p sampler's warps and tiles)
+# candidate pass with one warp per program, the fused top-p sampler's warps and tiles; eighth:
+# the GPU tests of the masks and top_k at the one-warp candidate pass, then the bench)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -215,4 +216,16 @@ if [[ $stage == warps ]]; then  # fewer warps: block-wide reductions become shuf
       --batch 1024 --configs "hist:64:4096,hist:64:1024" --workloads zipf --dtypes float32 2>&1 \
       | grep -v Warn | sed "s/^/warps=$w /" | tee -a "$OUT/topp_warps.log" | cut -c1-200
   done
+fi
+if [[ $stage == eighth ]]; then  # the one-warp candidate pass by default: GPU tests, then bench
+  m=tests/test_triton_masks.py
+  timeout "${TESTS_S:-250}" python3 -m pytest -q -m gpu -p no:cacheprovider -rf --tb=short \
+    tests/test_triton_top_k.py "$m::test_gpu_batches" "$m::test_gpu_deterministic_and_batch_invariant" \
+    "$m::test_gpu_cuda_graph_capture_and_replay" "$m::test_gpu_one_launch_topk_mask" \
+    "$m::test_gpu_real_vocab" 2>&1 | tee "$OUT/pytest_gpu_eighth.log" \
+    | grep -E "passed|failed|^FAILED|^E " | cut -c1-300 | tail -25
+  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --ops "${BENCH_OPS:-masks,top_k}" \
+    --vocab 131072 --dtypes float32,bfloat16 --batch "${BENCH_B:-64,256,1024}" --graphs --plot \
+    --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench.log" 2>&1
+  echo "bench exit $?"; tail -c 6000 "$OUT/bench.log"
 fi

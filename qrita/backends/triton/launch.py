@@ -86,6 +86,7 @@ class PipelineConfig:
     dense: int = 1024  # candidates searched densely packed when a row has at most this many
     block_cand: int = 0  # tile of the candidate pass (0: ``block``)
     warps_cand: int = 0  # warps of the candidate pass (0: ``warps_stream``)
+    block_cand_one: int = 0  # candidate tile of the one-launch kernels (0: ``block_cand``)
     sparse: int = 8  # a tile with at most this many candidates appends them one by one
     oversample: float = 4.0
     band_sample: int = 4096  # sample placing the wide top-p band (entries)
@@ -118,13 +119,19 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     if interpret:
         block, seg_min, max_segs, cap, sample, dense = 128, 256, 64, 256, 128, 64
         block_cand, warps_cand, sparse = 128, 4, 4
+        block_cand_one = block_cand
         block_wide, warps_wide, sparse_wide = 128, 2, -1
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
         # candidate pass and wide compaction: measured on the H200 (BENCHMARKS.md,
         # benchmarks/tune_launch.py --stage cand / wide)
-        block_cand, warps_cand, sparse = 512, 2, 8
+        # one warp per program: the per-tile count and append reduce by warp shuffles alone,
+        # no shared memory or barrier (tune_launch.py --stage cand_warps, BENCHMARKS.md eighth
+        # section: B=1024 topk50 246 -> 164 us, topk1000 470 -> 214, topp0.9 365 -> 255, fp32)
+        block_cand, warps_cand, sparse = 128, 1, 8
+        # the one-launch kernels run every step with warps_search warps: their tile stays 512
+        block_cand_one = 512
         block_wide, warps_wide = (256, 2) if dtype == torch.float32 else (256, 1)
         # the band's tiles hold ~6 candidates each: one prefix sum beats the one-by-one append
         # (tune_launch.py --stage wide_sparse, BENCHMARKS.md fifth section: 0 fastest everywhere)
@@ -143,6 +150,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           cap_seg=max(cap // nseg_p2, 16), sample=sample,
                           warps_stream=4, warps_search=8, dense=dense,
                           block_cand=min(block_cand, block), warps_cand=warps_cand, sparse=sparse,
+                          block_cand_one=min(block_cand_one, block),
                           band_sample=band_sample, block_wide=min(block_wide, block),
                           warps_wide=warps_wide, sparse_wide=sparse_wide)
 
@@ -297,7 +305,7 @@ def _one_plan(cfg: PipelineConfig, k_array: bool | None) -> dict:
     """Constexprs and launch options shared by the one-launch kernels (``K_ARRAY`` unless
     ``k_array`` is None: the selection kernel takes a scalar k)."""
     return dict(SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample, BLOCK=cfg.block,
-                BLOCK_CAND=cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg,
+                BLOCK_CAND=cfg.block_cand_one or cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg,
                 NSEG_P2=cfg.nseg_p2, SPARSE=cfg.sparse, DENSE=min(cfg.dense, cfg.cap),
                 num_warps=cfg.warps_search, **({} if k_array is None else {"K_ARRAY": k_array}))
 
