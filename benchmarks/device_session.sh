@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -9,7 +9,8 @@
 # hit rates and knobs, its GPU tests, the sampler bench; histonly: only the hit rates and knobs;
 # hmask: masked histograms (QRITA_TOPP_HMASK) against the default, and its GPU test; warps: the
 # candidate pass with one warp per program, the fused top-p sampler's warps and tiles; eighth:
-# the GPU tests of the masks and top_k at the one-warp candidate pass, then the bench)
+# the GPU tests of the masks and top_k at the one-warp candidate pass, then the bench; radix:
+# the wide compaction's tiles / warps, then the bench at the radix top-k search)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -228,4 +229,17 @@ if [[ $stage == eighth ]]; then  # the one-warp candidate pass by default: GPU t
     --vocab 131072 --dtypes float32,bfloat16 --batch "${BENCH_B:-64,256,1024}" --graphs --plot \
     --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench.log" 2>&1
   echo "bench exit $?"; tail -c 6000 "$OUT/bench.log"
+fi
+if [[ $stage == radix ]]; then  # radix top-k search: the wide compaction's tiles, then bench
+  timeout "${TUNE_S:-150}" python3 benchmarks/tune_launch.py --stage wide_warps --out "$OUT" \
+    --batch 1024 --dtypes float32,bfloat16 2>&1 | grep -v Warn | tee "$OUT/tune_wide_warps.log" \
+    | cut -c1-200
+  timeout "$BENCH_S" python3 benchmarks/bench.py --out "$OUT" --ops "${BENCH_OPS:-masks,top_k}" \
+    --vocab 131072 --dtypes "${BENCH_D:-float32,bfloat16}" --batch "${BENCH_B:-1,64,1024}" \
+    --workloads zipf --graphs --warmup 5 --rep 25 --check-rows 4 --no-progress > "$OUT/bench.log" 2>&1
+  echo "bench exit $?"; grep -E "^(masks|top_k)|^op" "$OUT/bench.log" | cut -c1-190
+  QRITA_SELECT_SORT=torch timeout 100 python3 benchmarks/bench.py --out "$OUT/sort_torch" --ops top_k \
+    --vocab 131072 --dtypes float32 --batch 64,1024 --workloads zipf --graphs --warmup 5 --rep 25 \
+    --check-rows 4 --no-progress > "$OUT/bench_sort_torch.log" 2>&1
+  echo "QRITA_SELECT_SORT=torch"; grep -E "^(top_k)|^op" "$OUT/bench_sort_torch.log" | cut -c1-190
 fi

@@ -1,6 +1,6 @@
 """Measure launch parameters (not a test): the data behind the launch table.
 
-    python benchmarks/tune_launch.py [--stage cand|cand_warps|wide|band|wide_sparse|cand_sparse] [--batch 1,64,1024]
+    python benchmarks/tune_launch.py [--stage cand|cand_warps|wide|wide_warps|band|wide_sparse|cand_sparse] [--batch 1,64,1024]
                                      [--vocab 131072] [--out DIR]
 
 For each (dtype, V, B, scenario) and each (tile, warps) of the candidate pass (``cand``) or of the
@@ -44,6 +44,8 @@ STAGES = {  # configurations (PipelineConfig fields), scenarios, kernel name pre
                     [(512, 2), (128, 1), (256, 1), (512, 1), (1024, 1), (256, 2)]],
                    {"topk50": (50, None), "topk1000": (1000, None), "topp0.9": (None, 0.9)},
                    "candidates"),
+    "wide_warps": ([dict(block_wide=b, warps_wide=w) for b, w in [(256, 2), (256, 1), (128, 1)]],
+                   TOP_P, "wide_compact"),
     "cand_sparse": ([dict(sparse=s, sparse_wide=8) for s in (0, 1, 2, 4, 8, 16)],
                     {"topk50": (50, None), "topk1000": (1000, None)}, "candidates"),
 }

@@ -16,6 +16,7 @@ from qrita.backends.triton.one_launch import (
     SORT_MAX,
     one_launch_select_kernel,
     one_launch_topk_mask_kernel,
+    sort_selection_kernel,
 )
 from qrita.backends.triton.pipeline import (
     candidates_kernel,
@@ -518,3 +519,19 @@ def launch_select(x: torch.Tensor, k: int, *, smallest: bool, with_key: bool = F
         WITH_KEY=with_key, num_warps=cfg.warps_stream,
     )
     return (sel_val, sel_idx, sel_key) if with_key else (sel_val, sel_idx)
+
+
+def sort_selection_rows(x: torch.Tensor, sel_val: torch.Tensor, sel_idx: torch.Tensor,
+                        *, smallest: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reorder :func:`launch_select`'s rows (index order) by rank, in place, one program per row
+    sorting in registers (k <= SORT_MAX): one launch instead of a torch sort and two gathers.
+
+    x : (B, V), unit stride along V; sel_val : (B, k) x's dtype; sel_idx : (B, k) int64.
+    """
+    batch, k = sel_idx.shape
+    if k > SORT_MAX:
+        raise ValueError(f"k={k} exceeds the in-kernel sort's {SORT_MAX}")
+    k_p2 = max(16, next_pow2(k))
+    launch(sort_selection_kernel, (batch,), x, x.stride(0), k, sel_val, sel_idx,
+           SMALLEST=smallest, K_P2=k_p2, num_warps=4 if k_p2 <= 256 else 8)
+    return sel_val, sel_idx

@@ -231,3 +231,21 @@ def one_launch_select_kernel(
     select_rows(x_ptr, V, stride_x, seg_len, k, max_cands, ws_i_ptr, ws_f_ptr, sel_val_ptr,
                 sel_idx_ptr, SMALLEST, SORTED, K_P2, SAMPLE, OVERSAMPLE, BLOCK, BLOCK_CAND,
                 CAP_SEG, NSEG_P2, SPARSE, DENSE)
+
+
+@triton.jit
+def sort_selection_kernel(
+    x_ptr,
+    stride_x, k,
+    sel_val_ptr, sel_idx_ptr,
+    SMALLEST: tl.constexpr, K_P2: tl.constexpr,
+):
+    """Grid (B,): each row's k selected entries (index order, written by the pipeline's
+    ``write_select_kernel``) reordered by rank in registers (:func:`sort_selection`), in place.
+
+    x_ptr : (B, V) values, unit stride along V; sel_val_ptr : (B, k) x's dtype; sel_idx_ptr :
+    (B, k) int64; k <= K_P2 <= SORT_MAX.
+    """
+    row64 = tl.program_id(0).to(tl.int64)
+    sort_selection(x_ptr + row64 * stride_x, sel_val_ptr + row64 * k, sel_idx_ptr + row64 * k,
+                   k, SMALLEST, K_P2)

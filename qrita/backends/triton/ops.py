@@ -6,6 +6,8 @@ synchronises with the host: every call can be captured in a CUDA graph.
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from qrita.backends.triton.launch import (
@@ -16,6 +18,7 @@ from qrita.backends.triton.launch import (
     launch_select,
     launch_select_one,
     one_launch,
+    sort_selection_rows,
 )
 from qrita.backends.triton.one_launch import SORT_MAX
 
@@ -138,6 +141,10 @@ def top_k(x: torch.Tensor, k: int, *, mode: str = "largest", sorted: bool = True
             return torch.cat([v for v, _ in parts]), torch.cat([i for _, i in parts])
         if not sorted:
             return launch_select(src, k, smallest=smallest)
+        if k <= SORT_MAX and os.environ.get("QRITA_SELECT_SORT", "kernel") == "kernel":
+            # one program per row sorts its k survivors in registers (no torch sort, no gathers)
+            vals, idx = launch_select(src, k, smallest=smallest)
+            return sort_selection_rows(src, vals, idx, smallest=smallest)
         # the kernel also writes each survivor's rank key: one stable sort of k int32 keys
         vals, idx, keys = launch_select(src, k, smallest=smallest, with_key=True)
         order = torch.sort(keys, dim=-1, descending=True, stable=True).indices

@@ -109,6 +109,43 @@ def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target
 
 
 @triton.jit
+def count_search_radix(keys, member, lo, hi, base_count, k_target):
+    """:func:`search_in_registers`'s top-k answer (USE_MASS off) by radix selection: four
+    256-bin histograms of the keys' bytes, highest byte first, instead of pivot rounds (each
+    round of those is several block-wide reductions; a histogram pass is about one).
+
+    keys : int32 order keys; member : bool, same shape; lo < hi int64, base_count / k_target
+    int32 scalars. T is the largest q in (lo, hi] with base_count + #(member key > q - 1) >=
+    k_target, taken over the member keys inside (lo, hi]: with need = k_target - base_count -
+    #(member key > hi) and n inside, the need-th largest inside key when 1 <= need <= n, the
+    largest when need <= 0, the smallest when need > n, and KEY_NAN when none is inside (what the
+    pivot rounds return in every case). Returns T (int32) and the number of histogram passes.
+    """
+    inside = member & (keys.to(tl.int64) > lo) & (keys.to(tl.int64) <= hi)
+    n_in = tl.sum(inside.to(tl.int32), axis=0)
+    need = k_target - base_count - tl.sum((member & (keys.to(tl.int64) > hi)).to(tl.int32), axis=0)
+    key_top = tl.max(tl.where(inside, keys, KEY_NAN), axis=0)
+    key_low = tl.min(tl.where(inside, keys, KEY_MAX), axis=0)
+    ukey = keys.to(tl.int64) + 2147483648  # in [0, 2^32): unsigned order of the keys
+    bins = tl.arange(0, 256)
+    prefix = (n_in * 0).to(tl.int64)  # the bytes of the answer found so far (as a number)
+    left = tl.maximum(tl.minimum(need, n_in), 1)  # rank still to find among ``active``
+    active = inside
+    for byte in tl.static_range(4):
+        digit = ((ukey >> (24 - 8 * byte)) & 255).to(tl.int32)
+        counts = tl.histogram(digit, 256, mask=active)
+        n_active = tl.sum(counts, axis=0)
+        at_or_above = n_active - tl.cumsum(counts, axis=0) + counts
+        d = tl.max(tl.where(at_or_above >= left, bins, 0), axis=0)
+        left -= tl.sum(tl.where(bins > d, counts, 0), axis=0)
+        prefix = prefix * 256 + d
+        active = active & (digit == d)
+    found = (prefix - 2147483648).to(tl.int32)
+    T = tl.where(need <= 0, key_top, tl.where(need > n_in, key_low, found))
+    return tl.where(n_in > 0, T, KEY_NAN), n_in * 0 + 4
+
+
+@triton.jit
 def key_to_value(key):
     """Inverse of :func:`order_key` for non-NaN keys (float32)."""
     bits = tl.where(key >= 0, key, key ^ 0x7FFFFFFF)
@@ -152,11 +189,10 @@ def rank_key(x, SMALLEST: tl.constexpr):
 
 @triton.jit
 def kth_largest_key(keys, member, k, zero_i):
-    """The k-th largest key among ``member`` entries (1 <= k <= #members), by pivot search."""
+    """The k-th largest key among ``member`` entries (1 <= k <= #members), by radix selection."""
     lo = zero_i.to(tl.int64) + KEY_NAN - 1
     hi = zero_i.to(tl.int64) + KEY_MAX
-    key, rounds = search_in_registers(keys, keys.to(tl.float32), member, lo, hi, zero_i,
-                                      zero_i.to(tl.float32), k, zero_i.to(tl.float32), False)
+    key, rounds = count_search_radix(keys, member, lo, hi, zero_i, k)
     return key
 
 

@@ -1,0 +1,100 @@
+"""The shared ``@triton.jit`` steps (qrita/backends/triton/primitives.py) against each other.
+
+``count_search_radix`` (four byte histograms) replaced the pivot rounds of
+``search_in_registers`` for top-k's boundary key: both run here in one small kernel on the same
+keys, and must give the same key for every target, interval and membership, including the edge
+cases (no member, target <= 0, target above the member count, ties, NaN keys, +-inf, -0.0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _triton_env import DEVICE, torch, triton  # first: sets up triton
+
+from qrita.backends.triton.primitives import (  # noqa: E402
+    count_search_radix,
+    order_key,
+    search_in_registers,
+)
+
+tl = triton.language
+
+N = 64
+
+
+@triton.jit
+def _both_searches_kernel(x_ptr, member_ptr, params_ptr, out_ptr, N: tl.constexpr):
+    lanes = tl.arange(0, N)
+    keys = order_key(tl.load(x_ptr + lanes))
+    member = tl.load(member_ptr + lanes) != 0
+    lo = tl.load(params_ptr + 0)
+    hi = tl.load(params_ptr + 1)
+    base = tl.load(params_ptr + 2).to(tl.int32)
+    target = tl.load(params_ptr + 3).to(tl.int32)
+    zero_f = base.to(tl.float32) * 0.0
+    by_rounds, r = search_in_registers(keys, keys.to(tl.float32), member, lo, hi, base, zero_f,
+                                       target, zero_f, False)
+    by_radix, passes = count_search_radix(keys, member, lo, hi, base, target)
+    tl.store(out_ptr + 0, by_rounds)
+    tl.store(out_ptr + 1, by_radix)
+
+
+def _keys_of(x: np.ndarray) -> np.ndarray:
+    """The int32 order keys (host copy of ``order_key``)."""
+    x = np.where(x == 0.0, np.float32(0.0), x).astype(np.float32)
+    bits = x.view(np.int32)
+    key = np.where(bits >= 0, bits, bits ^ np.int32(0x7FFFFFFF))
+    return np.where(np.isnan(x), np.int32(-(2**31)), key).astype(np.int32)
+
+
+def _rows(rng: np.random.Generator):
+    """(values, member) pairs: spread values, heavy ties, signed zeros, infinities, NaN."""
+    yield rng.standard_normal(N).astype(np.float32), rng.random(N) < 0.8
+    yield rng.integers(-3, 4, N).astype(np.float32), np.ones(N, bool)
+    tied = np.full(N, 1.5, np.float32)
+    tied[::7] = -0.0
+    tied[1::9] = 0.0
+    yield tied, np.ones(N, bool)
+    odd = rng.standard_normal(N).astype(np.float32)
+    odd[:4] = [np.inf, -np.inf, np.nan, -np.inf]
+    yield odd, ~np.isnan(odd)
+    yield rng.standard_normal(N).astype(np.float32) * 1e-30, rng.random(N) < 0.3
+    yield rng.standard_normal(N).astype(np.float32), np.zeros(N, bool)
+
+
+def test_radix_count_search_equals_pivot_rounds():
+    rng = np.random.default_rng(7)
+    out = torch.zeros(2, dtype=torch.int32, device=DEVICE)
+    checked = 0
+    for x, member in _rows(rng):
+        keys = np.sort(_keys_of(x)[member])
+        # intervals: everything, and cuts at occupied keys (the fallback's case: keys inside)
+        intervals = [(-(2**31) - 1, 2**31 - 1)]
+        if keys.size >= 2:
+            intervals.append((int(keys[keys.size // 4]) - 1, int(keys[-1])))
+            intervals.append((int(keys[1]), int(keys[keys.size // 2])))
+        for lo, hi in intervals:
+            for base in (0, 3):
+                for target in (-1, 0, 1, 2, 5, N // 2, N - 1, N, N + 5):
+                    params = torch.tensor([lo, hi, base, target], dtype=torch.int64,
+                                          device=DEVICE)
+                    _both_searches_kernel[(1,)](
+                        torch.from_numpy(x).to(DEVICE),
+                        torch.from_numpy(member.astype(np.int32)).to(DEVICE), params, out, N=N)
+                    by_rounds, by_radix = out.tolist()
+                    assert by_radix == by_rounds, (x, member, lo, hi, base, target)
+                    checked += 1
+    assert checked >= 250  # every case above ran
+
+
+@pytest.mark.parametrize("k", [1, 2, 17, 63, 64])
+def test_radix_count_search_is_the_kth_largest_key(k):
+    rng = np.random.default_rng(k)
+    x = rng.integers(-5, 6, N).astype(np.float32) * np.float32(0.25)
+    out = torch.zeros(2, dtype=torch.int32, device=DEVICE)
+    params = torch.tensor([-(2**31) - 1, 2**31 - 1, 0, k], dtype=torch.int64, device=DEVICE)
+    _both_searches_kernel[(1,)](torch.from_numpy(x).to(DEVICE),
+                                torch.ones(N, dtype=torch.int32, device=DEVICE), params, out, N=N)
+    expected = np.sort(_keys_of(x))[::-1][k - 1]
+    assert out.tolist() == [expected, expected]
