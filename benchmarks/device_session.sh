@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -10,7 +10,8 @@
 # hmask: masked histograms (QRITA_TOPP_HMASK) against the default, and its GPU test; warps: the
 # candidate pass with one warp per program, the fused top-p sampler's warps and tiles; eighth:
 # the GPU tests of the masks and top_k at the one-warp candidate pass, then the bench; radix:
-# the wide compaction's tiles / warps, then the bench at the radix top-k search)
+# the wide compaction's tiles / warps, then the bench at the radix top-k search; last: the
+# session's GPU tests and a short bench)
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
@@ -242,4 +243,16 @@ if [[ $stage == radix ]]; then  # radix top-k search: the wide compaction's tile
     --vocab 131072 --dtypes float32 --batch 64,1024 --workloads zipf --graphs --warmup 5 --rep 25 \
     --check-rows 4 --no-progress > "$OUT/bench_sort_torch.log" 2>&1
   echo "QRITA_SELECT_SORT=torch"; grep -E "^(top_k)|^op" "$OUT/bench_sort_torch.log" | cut -c1-190
+fi
+if [[ $stage == last ]]; then  # GPU tests at the session's defaults, then a short bench
+  m=tests/test_triton_masks.py
+  timeout "${TESTS_S:-200}" python3 -m pytest -q -m gpu -p no:cacheprovider -rf --tb=short \
+    tests/test_triton_primitives.py tests/test_triton_top_k.py "$m::test_gpu_batches" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    2>&1 | tee "$OUT/pytest_gpu_last.log" | grep -E "passed|failed|^FAILED|^E " | cut -c1-300 | tail -20
+  echo; timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k \
+    --vocab 131072 --dtypes float32 --batch 64,1024 --workloads zipf \
+    --scenarios topk50,topk1000,topp0.9,k50,k1000 --warmup 5 --rep 25 --check-rows 4 \
+    --no-progress > "$OUT/bench.log" 2>&1
+  echo "bench exit $?"; grep -E "^(masks|top_k)|^op" "$OUT/bench.log" | cut -c1-190
 fi

@@ -133,7 +133,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_cand, warps_cand, sparse = 128, 1, 8
         # the one-launch kernels run every step with warps_search warps: their tile stays 512
         block_cand_one = 512
-        block_wide, warps_wide = (256, 2) if dtype == torch.float32 else (256, 1)
+        # (tune_launch.py --stage wide_warps, BENCHMARKS.md eighth section: fp32 topp0.9 B=1024
+        # 698 -> 551 us at 128 x 1; bf16 256 x 1 720, 128 x 1 697, topp0.99 932 vs 977)
+        block_wide, warps_wide = (128, 1) if dtype == torch.float32 else (256, 1)
         # the band's tiles hold ~6 candidates each: one prefix sum beats the one-by-one append
         # (tune_launch.py --stage wide_sparse, BENCHMARKS.md fifth section: 0 fastest everywhere)
         sparse_wide = 0
