@@ -29,6 +29,7 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     KEY_FLOOR,
     KEY_MAX,
     KEY_NAN,
+    RADIX,
     band_interval,
     compact_tile,
     count_search_radix,
@@ -215,8 +216,13 @@ def row_boundary(ckey, cw, member, k, k_on, p, p_on, row_mass, V, zero_i):
     T_k = zero_i + KEY_NAN  # top-k off: every key is above KEY_NAN - 1 ...
     budget_k = zero_i + V  # ... and every copy is within budget
     if k_on:
-        T_k, r = count_search_radix(ckey, member, zero_i.to(tl.int64) + KEY_NAN - 1,
-                                    zero_i.to(tl.int64) + KEY_MAX, zero_i, k)
+        if RADIX:
+            T_k, r = count_search_radix(ckey, member, zero_i.to(tl.int64) + KEY_NAN - 1,
+                                        zero_i.to(tl.int64) + KEY_MAX, zero_i, k)
+        else:
+            T_k, r = search_in_registers(ckey, cw, member, zero_i.to(tl.int64) + KEY_NAN - 1,
+                                         zero_i.to(tl.int64) + KEY_MAX, zero_i, zero_f,
+                                         k, zero_f, False)
         rounds += r
         budget_k = k - tl.sum((member & (ckey > T_k)).to(tl.int32), axis=0)
     T = T_k

@@ -1,11 +1,16 @@
 """Shared ``@triton.jit`` steps of the Qrita kernels (docs/algorithm.md). Imports triton only."""
 
+import os
+
 import triton
 import triton.language as tl
 
 KEY_NAN = tl.constexpr(-2147483648)  # below the key of -inf (-2139095041)
 KEY_MAX = tl.constexpr(2147483647)
 KEY_FLOOR = tl.constexpr(-2139095041)  # the lowest non-NaN rank key: -inf largest-first, +inf smallest-first
+#: measuring knob, read once at import: QRITA_RADIX=0 finds top-k's boundary key and the sample's
+#: order statistics by pivot rounds (:func:`search_in_registers`) instead of radix selection
+RADIX = tl.constexpr(os.environ.get("QRITA_RADIX", "1") == "1")
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 
 
@@ -192,7 +197,11 @@ def kth_largest_key(keys, member, k, zero_i):
     """The k-th largest key among ``member`` entries (1 <= k <= #members), by radix selection."""
     lo = zero_i.to(tl.int64) + KEY_NAN - 1
     hi = zero_i.to(tl.int64) + KEY_MAX
-    key, rounds = count_search_radix(keys, member, lo, hi, zero_i, k)
+    if RADIX:
+        key, rounds = count_search_radix(keys, member, lo, hi, zero_i, k)
+    else:
+        key, rounds = search_in_registers(keys, keys.to(tl.float32), member, lo, hi, zero_i,
+                                          zero_i.to(tl.float32), k, zero_i.to(tl.float32), False)
     return key
 
 
