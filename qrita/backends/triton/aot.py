@@ -92,6 +92,10 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "sel_val_ptr": f"*{ty}", "sel_idx_ptr": "*i64"},
                 dict(one, SMALLEST=flags["SMALLEST"], SORTED=sorted_,
                      K_P2=one_launch.SORT_MAX if sorted_ else 16), target, 8)
+        out["sort_selection"] = _compile(one_launch.sort_selection_kernel, {
+            "x_ptr": f"*{ty}", "stride_x": "i64", "k": "i32", "sel_val_ptr": f"*{ty}",
+            "sel_idx_ptr": "*i64"},
+            dict(SMALLEST=flags["SMALLEST"], K_P2=one_launch.SORT_MAX), target, 8)
         out["fused_sample"] = _compile(fused_sample.fused_topk_sample_kernel, {
             "x_ptr": f"*{ty}", "t_ptr": "*fp32", "p_ptr": "*fp32", "min_p_ptr": "*fp64",
             "u_ptr": "*fp32", "V": "i32", "stride_x": "i64", "seg_len": "i32", "k": "i32",

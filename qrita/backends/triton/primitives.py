@@ -8,9 +8,11 @@ import triton.language as tl
 KEY_NAN = tl.constexpr(-2147483648)  # below the key of -inf (-2139095041)
 KEY_MAX = tl.constexpr(2147483647)
 KEY_FLOOR = tl.constexpr(-2139095041)  # the lowest non-NaN rank key: -inf largest-first, +inf smallest-first
-#: measuring knob, read once at import: QRITA_RADIX=0 finds top-k's boundary key and the sample's
-#: order statistics by pivot rounds (:func:`search_in_registers`) instead of radix selection
-RADIX = tl.constexpr(os.environ.get("QRITA_RADIX", "1") == "1")
+#: measuring knob, read once at import: QRITA_RADIX=1 finds top-k's boundary key and the sample's
+#: order statistics by radix selection (:func:`count_search_radix`) instead of pivot rounds
+#: (:func:`search_in_registers`); off by default: ~30 us slower at B=1024 on the H200
+#: (BENCHMARKS.md eighth section)
+RADIX = tl.constexpr(os.environ.get("QRITA_RADIX", "0") == "1")
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 
 
