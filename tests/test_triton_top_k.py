@@ -156,3 +156,17 @@ def test_row_chunks_give_the_same_selection(monkeypatch):
     x = generators.quantised(generators.zipf_logits(5, 301, 1.1, rng), 3)
     for k, mode, sorted_ in [(7, "largest", True), (40, "smallest", True), (9, "largest", False)]:
         check(x, "float32", k, mode, sorted_)
+
+
+@pytest.mark.parametrize("route", ["kernel", "torch"])
+def test_top_k_sort_routes(monkeypatch, route):
+    """Both orderings of the pipeline's survivors: the per-row in-register sort (default) and
+    the torch sort of rank keys (QRITA_SELECT_SORT=torch), on tied and NaN rows."""
+    monkeypatch.setenv("QRITA_SELECT_SORT", route)
+    rng = np.random.default_rng(11)
+    x = np.concatenate([_family("tied_boundary", 777, rng), _family("nan", 777, rng),
+                        _family("quantised2", 777, rng)])
+    for dtype in ("float32", "bfloat16"):
+        xd = generators.to_dtype(x, dtype)
+        for k, mode in [(1, "largest"), (37, "smallest"), (300, "largest")]:
+            check(xd, dtype, k, mode, True)
