@@ -16,6 +16,18 @@ set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET
 OUT="${OUT:-results}"; mkdir -p "$OUT"
+# Triton's compile cache in the (ignored) .triton_cache/ of the repository: it stays on a warm
+# machine between calls, and comes back as $OUT/triton_cache.tgz (when under 15 MiB) so the next
+# call can carry it (`tar xzf .../triton_cache.tgz -C .triton_cache`, carry [".triton_cache"]):
+# GPU tests spend most of their time compiling kernel variants otherwise
+export TRITON_CACHE_DIR="$PWD/.triton_cache"; mkdir -p "$TRITON_CACHE_DIR"
+pack_cache() {
+  tar czf "$OUT/triton_cache.tgz" -C "$TRITON_CACHE_DIR" . 2>/dev/null
+  if [[ $(stat -c %s "$OUT/triton_cache.tgz" 2>/dev/null || echo 0) -gt 15000000 ]]; then
+    rm -f "$OUT/triton_cache.tgz"
+  fi
+}
+trap pack_cache EXIT
 stage="${1:-final}"
 if [[ $stage == tune || $stage == host ]]; then
   timeout 120 python3 benchmarks/host_overhead.py --out "$OUT" 2>&1 | grep -v Warn | head -70
@@ -246,10 +258,10 @@ if [[ $stage == radix ]]; then  # radix top-k search: the wide compaction's tile
 fi
 if [[ $stage == last ]]; then  # GPU tests at the session's defaults, then a short bench
   m=tests/test_triton_masks.py
-  timeout "${TESTS_S:-200}" python3 -m pytest -q -m gpu -p no:cacheprovider -rf --tb=short \
+  timeout "${TESTS_S:-200}" python3 -m pytest -m gpu -p no:cacheprovider -rf --tb=short \
     tests/test_triton_primitives.py tests/test_triton_top_k.py "$m::test_gpu_batches" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
-    2>&1 | tee "$OUT/pytest_gpu_last.log" | grep -E "passed|failed|^FAILED|^E " | cut -c1-300 | tail -20
+    -v 2>&1 | tee "$OUT/pytest_gpu_last.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -40
   echo; timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k \
     --vocab 131072 --dtypes float32 --batch 64,1024 --workloads zipf \
     --scenarios topk50,topk1000,topp0.9,k50,k1000 --warmup 5 --rep 25 --check-rows 4 \
