@@ -1,7 +1,7 @@
 """The shared ``@triton.jit`` steps (qrita/backends/triton/primitives.py) against each other.
 
-``count_search_radix`` (four byte histograms) replaced the pivot rounds of
-``search_in_registers`` for top-k's boundary key: both run here in one small kernel on the same
+``count_search_radix`` (four byte histograms; opt-in with QRITA_RADIX=1) answers what the pivot
+rounds of ``search_in_registers`` answer for top-k's boundary key: both run here in one small kernel on the same
 keys, and must give the same key for every target, interval and membership, including the edge
 cases (no member, target <= 0, target above the member count, ties, NaN keys, +-inf, -0.0).
 """
@@ -17,6 +17,7 @@ from qrita.backends.triton.primitives import (  # noqa: E402
     order_key,
     search_in_registers,
 )
+from qrita.reference.keys import order_key as order_key_host  # noqa: E402
 
 tl = triton.language
 
@@ -40,14 +41,6 @@ def _both_searches_kernel(x_ptr, member_ptr, params_ptr, out_ptr, N: tl.constexp
     tl.store(out_ptr + 1, by_radix)
 
 
-def _keys_of(x: np.ndarray) -> np.ndarray:
-    """The int32 order keys (host copy of ``order_key``)."""
-    x = np.where(x == 0.0, np.float32(0.0), x).astype(np.float32)
-    bits = x.view(np.int32)
-    key = np.where(bits >= 0, bits, bits ^ np.int32(0x7FFFFFFF))
-    return np.where(np.isnan(x), np.int32(-(2**31)), key).astype(np.int32)
-
-
 def _rows(rng: np.random.Generator):
     """(values, member) pairs: spread values, heavy ties, signed zeros, infinities, NaN."""
     yield rng.standard_normal(N).astype(np.float32), rng.random(N) < 0.8
@@ -68,7 +61,7 @@ def test_radix_count_search_equals_pivot_rounds():
     out = torch.zeros(2, dtype=torch.int32, device=DEVICE)
     checked = 0
     for x, member in _rows(rng):
-        keys = np.sort(_keys_of(x)[member])
+        keys = np.sort(order_key_host(x)[member])
         # intervals: everything, and cuts at occupied keys (the fallback's case: keys inside)
         intervals = [(-(2**31) - 1, 2**31 - 1)]
         if keys.size >= 2:
@@ -96,5 +89,5 @@ def test_radix_count_search_is_the_kth_largest_key(k):
     params = torch.tensor([-(2**31) - 1, 2**31 - 1, 0, k], dtype=torch.int64, device=DEVICE)
     _both_searches_kernel[(1,)](torch.from_numpy(x).to(DEVICE),
                                 torch.ones(N, dtype=torch.int32, device=DEVICE), params, out, N=N)
-    expected = np.sort(_keys_of(x))[::-1][k - 1]
+    expected = np.sort(order_key_host(x))[::-1][k - 1]
     assert out.tolist() == [expected, expected]

@@ -196,7 +196,8 @@ def rank_key(x, SMALLEST: tl.constexpr):
 
 @triton.jit
 def kth_largest_key(keys, member, k, zero_i):
-    """The k-th largest key among ``member`` entries (1 <= k <= #members), by radix selection."""
+    """The k-th largest key among ``member`` entries (1 <= k <= #members), by pivot rounds (radix
+    selection with QRITA_RADIX=1)."""
     lo = zero_i.to(tl.int64) + KEY_NAN - 1
     hi = zero_i.to(tl.int64) + KEY_MAX
     if RADIX:
