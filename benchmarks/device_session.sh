@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -267,4 +267,29 @@ if [[ $stage == last ]]; then  # GPU tests at the session's defaults, then a sho
     --scenarios topk50,topk1000,topp0.9,k50,k1000 --warmup 5 --rep 25 --check-rows 4 \
     --no-progress > "$OUT/bench.log" 2>&1
   echo "bench exit $?"; grep -E "^(masks|top_k)|^op" "$OUT/bench.log" | cut -c1-190
+fi
+if [[ $stage == ninth ]]; then  # the top-k retry: profile (rows retried, kernel times), bench, GPU tests
+  timeout "${PROFILE_S:-170}" python3 benchmarks/profile_pipeline.py --out "$OUT" --batch "${PROFILE_B:-1024}" \
+    --dtypes float32 --scenarios "${PROFILE_SCEN:-topk1000,k1000,topk50,topk100_topp0.9,k50}" 2>&1 \
+    | grep -v Warn | tee "$OUT/profile.log" | cut -c1-330
+  timeout "${BENCH_S:-110}" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k \
+    --vocab 131072 --dtypes float32 --batch "${BENCH_B:-1024}" --workloads zipf \
+    --scenarios topk50,topk1000,topk100_topp0.9,k50,k1000 --warmup 5 --rep 25 --check-rows 4 \
+    --no-progress > "$OUT/bench.log" 2>&1
+  echo "bench exit $?"; grep -E "^(masks|top_k)|^op" "$OUT/bench.log" | cut -c1-190
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  timeout "${TESTS_S:-280}" python3 -m pytest -m gpu -p no:cacheprovider -rf --tb=short -v \
+    "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_batches[zipf-1024]" \
+    "$m::test_gpu_batches[gaussian-64]" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab" \
+    "$m::test_gpu_cuda_graph_capture_and_replay" 2>&1 | tee "$OUT/pytest_gpu_ninth.log" \
+    | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
+fi
+if [[ $stage == searchtable ]]; then  # the per-row search: denser packing, fewer warps
+  for table in "" search=2048x8 search=1024x4; do
+    echo "== table '$table'"
+    QRITA_LAUNCH_TABLE=$table timeout "${EXTRA_S:-150}" python3 benchmarks/profile_pipeline.py \
+      --out "$OUT/table_${table:-default}" --batch 1024 --dtypes float32 \
+      --scenarios topk1000,topk50,k50 2>&1 | grep -v Warn | grep zipf | cut -c1-330
+  done
 fi

@@ -1,11 +1,14 @@
 """Where the time goes (not a test): per-launch GPU time of the mask pipeline, and paths taken.
 
     python benchmarks/profile_pipeline.py [--batch 1,64,1024] [--vocab 131072] [--out DIR]
+        [--scenarios topk50,topp0.9,...,k50,k1000]
 
 For each (workload, scenario, dtype, B): runs the whole call once with ``stats`` to count the
 rows per path (mode 1: candidates sufficed, 2: single-program fallback, 4: segmented top-p
-stage), then times the whole eager call, its CUDA-graph replay, and every kernel launch on its own
-(torch.profiler's CUDA kernel times, median over repeats). Prints one table; writes CSV rows.
+stage; ``retried``: top-k rows whose pass A ran a second time at a spare cutoff), then times the
+whole eager call, its CUDA-graph replay, and the GPU time per call of each kernel
+(torch.profiler's CUDA kernel times, averaged over repeats). Prints one table; writes CSV rows.
+Scenarios ``k50`` / ``k1000`` profile ``top_k`` (sorted) instead of a mask (no statistics).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import argparse
 import collections
 import csv
 import os
-import statistics
 
 import numpy as np
 import torch
@@ -26,10 +28,12 @@ from qrita.testing import generators
 SCENARIOS = {"topk50": (50, None), "topp0.9": (None, 0.9), "topp0.99": (None, 0.99),
              "topk100_topp0.9": (100, 0.9),
              "topk1000": (1000, None)}
+SELECTIONS = {"k50": 50, "k1000": 1000}  # ops.top_k (sorted), no per-row statistics
 
 
 def kernel_times(fn, repeats: int = 20) -> dict[str, float]:
-    """Median µs per kernel name over ``repeats`` calls of ``fn`` (CUDA activity only)."""
+    """µs per call and kernel name, averaged over ``repeats`` calls of ``fn`` (CUDA activity
+    only; a kernel launched twice per call, e.g. pass A and its retry, counts both)."""
     per_name: dict[str, list[float]] = collections.defaultdict(list)
     fn()
     torch.cuda.synchronize()
@@ -41,7 +45,7 @@ def kernel_times(fn, repeats: int = 20) -> dict[str, float]:
         if event.device_type == torch.autograd.DeviceType.CUDA:
             per_name[event.name].append(event.device_time if hasattr(event, "device_time")
                                         else event.cuda_time)
-    return {name: statistics.median(v) * len(v) / repeats for name, v in per_name.items()}
+    return {name: sum(v) / repeats for name, v in per_name.items()}
 
 
 def write_rows(rows: list[dict], path: str) -> None:
@@ -82,23 +86,31 @@ def main(argv: list[str] | None = None) -> int:
                 x32 = torch.from_numpy(make(B, V, 1.1 if workload == "zipf" else 2.0, rng)).cuda()
                 for dtype in args.dtypes.split(","):
                     x = x32.to(getattr(torch, dtype))
-                    for scen, (k, p) in [(s, SCENARIOS[s]) for s in args.scenarios.split(",")]:
-                        stats = torch.zeros((B, ops.STATS_WIDTH), dtype=torch.int32,
-                                            device="cuda")
-                        ops.top_k_top_p_mask(x, k, p, stats=stats)
-                        modes = collections.Counter(stats[:, 0].tolist())
-                        band_hits = int((stats[:, 13] == 1).sum())  # wide rows its band finished
-                        call = lambda x=x, k=k, p=p: ops.top_k_top_p_mask(x, k, p)  # noqa: E731
+                    for scen in args.scenarios.split(","):
+                        if scen in SELECTIONS:
+                            modes, band_hits, retried = {}, 0, -1
+                            call = lambda x=x, k=SELECTIONS[scen]: ops.top_k(x, k)  # noqa: E731
+                        else:
+                            k, p = SCENARIOS[scen]
+                            stats = torch.zeros((B, ops.STATS_WIDTH), dtype=torch.int32,
+                                                device="cuda")
+                            ops.top_k_top_p_mask(x, k, p, stats=stats)
+                            modes = collections.Counter(stats[:, 0].tolist())
+                            band_hits = int((stats[:, 13] == 1).sum())  # wide rows the band finished
+                            retried = int((stats[:, 14] == 1).sum())  # rows with pass A twice
+                            call = lambda x=x, k=k, p=p: ops.top_k_top_p_mask(x, k, p)  # noqa: E731
                         eager = triton.testing.do_bench(call, return_mode="median") * 1000
                         kernels = kernel_times(call)
                         row = dict(workload=workload, scenario=scen, dtype=dtype, B=B, V=V,
                                    eager_us=round(eager, 1), graph_us=round(graph_us(call), 1),
                                    modes=dict(sorted(modes.items())), band_hits=band_hits,
+                                   retried=retried,
                                    kernels={n.split("_kernel")[0]: round(t, 1)
                                             for n, t in kernels.items()})
                         rows.append(row)
                         print(f"{workload:8s} {scen:16s} {dtype:8s} B={B:5d} eager={eager:8.1f} "
                               f"graph={row['graph_us']:8.1f} modes={row['modes']} band={band_hits} "
+                              f"retried={retried} "
                               f"kernels={row['kernels']}", flush=True)
     write_rows(rows, os.path.join(args.out, "profile_pipeline.csv"))
     return 0

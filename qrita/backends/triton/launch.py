@@ -53,7 +53,8 @@ def launch(kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
 
 def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     """Developer knob for measuring and bisecting on a GPU: ``QRITA_LAUNCH_TABLE="cand=512x2,
-    wide=256x2"`` replaces the (tile, warps) of the candidate pass / wide compaction."""
+    wide=256x2,search=1024x4"`` replaces the (tile, warps) of the candidate pass / wide
+    compaction, or the (dense candidates, warps) of the per-row search kernels."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -94,6 +95,7 @@ class PipelineConfig:
     block_wide: int = 0  # tile of the wide stage's compaction (0: ``block_cand``)
     warps_wide: int = 0  # its warps (0: ``warps_cand``)
     sparse_wide: int = -1  # ``sparse`` of the wide compaction (-1: ``sparse``; 0: prefix sums only)
+    retry_min_k: int = 256  # a scalar k from this on (or per-row k) runs the top-k retry
 
     @property
     def cap(self) -> int:
@@ -117,6 +119,7 @@ def pipeline_config(vocab: int, dtype: torch.dtype) -> PipelineConfig:
 
 @functools.lru_cache(maxsize=256)
 def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str) -> PipelineConfig:
+    warps_search = 8
     if interpret:
         block, seg_min, max_segs, cap, sample, dense = 128, 256, 64, 256, 128, 64
         block_cand, warps_cand, sparse = 128, 4, 4
@@ -141,26 +144,32 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         sparse_wide = 0
         block_cand, warps_cand = _table_override("cand", (block_cand, warps_cand))
         block_wide, warps_wide = _table_override("wide", (block_wide, warps_wide))
+        dense, warps_search = _table_override("search", (dense, warps_search))
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
     seg_len = min(seg_len, -(-vocab // block) * block)
     nseg = -(-vocab // seg_len)
     nseg_p2 = next_pow2(nseg)
+    # the top-k retry (two launches more, ~15 µs at B=1024) where a row's cutoff can fall short:
+    # k >= 256 on a GPU (large k: the sample's rank is near the slots' limit); every k > 4 in
+    # the interpreter, so CI runs it
+    retry_min_k = 5 if interpret else 256
     band_sample = max(16, min(2 * sample, next_pow2(vocab)))
     sample = max(16, min(sample, next_pow2(vocab)))
     return PipelineConfig(block=block, seg_len=seg_len, nseg=nseg, nseg_p2=nseg_p2,
                           cap_seg=max(cap // nseg_p2, 16), sample=sample,
-                          warps_stream=4, warps_search=8, dense=dense,
+                          warps_stream=4, warps_search=warps_search, dense=dense,
                           block_cand=min(block_cand, block), warps_cand=warps_cand, sparse=sparse,
                           block_cand_one=min(block_cand_one, block),
                           band_sample=band_sample, block_wide=min(block_wide, block),
-                          warps_wide=warps_wide, sparse_wide=sparse_wide)
+                          warps_wide=warps_wide, sparse_wide=sparse_wide,
+                          retry_min_k=retry_min_k)
 
 
 @functools.lru_cache(maxsize=1024)
 def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
-          smallest: bool, select: bool, wide: bool) -> dict[str, dict]:
+          smallest: bool, select: bool, wide: bool, retry: bool) -> dict[str, dict]:
     """The constexpr / launch-option keyword arguments of each launch of one call, built once
     per (config, argument kinds): every call runs this host code, so it is kept out of it."""
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
@@ -170,12 +179,16 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     plan = {
         "cutoff": dict(flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
                        num_warps=cfg.warps_stream),
-        "candidates": dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg, SPARSE=cfg.sparse,
-                           num_warps=warps_cand),
-        "threshold": dict(flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block,
-                          **seg, DENSE=min(cfg.dense, cfg.cap), BAND_SAMPLE=cfg.band_sample,
-                          num_warps=cfg.warps_search),
     }
+    for again in (False, True):
+        plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
+                                           SPARSE=cfg.sparse, ONLY_RETRY=again,
+                                           num_warps=warps_cand)
+        plan[f"threshold_{again}"] = dict(flags, SMALLEST=smallest, SELECT=select, WIDE=wide,
+                                          BLOCK=cfg.block, **seg, DENSE=min(cfg.dense, cfg.cap),
+                                          BAND_SAMPLE=cfg.band_sample, SAMPLE=cfg.sample,
+                                          RETRY=retry and not again, ONLY_RETRY=again,
+                                          num_warps=cfg.warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
     for band in (True, False):
         plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
@@ -213,31 +226,39 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     """Launches 0, 1 and 2: cutoff per row, candidates per segment, then the per-row search
     (and fallback); with top-p on a mask, the wide stage's launches."""
     batch, vocab = x.shape
-    wide = p is not None and not select
+    k_array = isinstance(k, torch.Tensor)
+    # the wide stage takes top-p rows without top-k: none when a scalar k applies to every row
+    # (its launches would only exit: ~70 µs at B=1024)
+    k_every_row = k is not None and not k_array and 0 < int(k) < vocab
+    wide = p is not None and not select and not k_every_row
     ws = _workspace(batch, cfg, x.device, row_info, wide)
     cand_val, cand_idx, seg_f, seg_i = ws["cand_val"], ws["cand_idx"], ws["seg_f"], ws["seg_i"]
     seg_before, row_info = ws["seg_before"], ws["row_info"]
-    k_array = isinstance(k, torch.Tensor)
     p_array = isinstance(p, torch.Tensor)
-    plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide)
+    retry = k is not None and (k_array or int(k) >= cfg.retry_min_k)
+    plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
+                 retry)
     k_ptr = k if k_array else seg_i
     p_ptr = p if p_array else seg_f
     k_scalar = 0 if (k is None or k_array) else int(k)
     p_scalar = 0.0 if (p is None or p_array) else float(p)
     stride_x = x.stride(0)
+    cutoff = ws["cutoff"]
     launch(cutoff_kernel, (batch,),
-           x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, ws["cutoff"],
+           x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, cutoff,
            **plan["cutoff"])
-    launch(candidates_kernel, (batch, cfg.nseg),
-           x, k_ptr, p_ptr, ws["cutoff"], vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
-           cand_val, cand_idx, seg_f, seg_i, **plan["candidates"])
-    launch(threshold_kernel, (batch,),
-           x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
-           vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,
-           float(fill), cfg.nseg, cfg.max_band,
-           out if out is not None else x, sel_val if sel_val is not None else x,
-           sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"], seg_before,
-           **plan["threshold"])
+    # with ``retry``, top-k rows whose cutoff fell short (mode 5) run pass A and the search again
+    for again in (False, True) if retry else (False,):
+        launch(candidates_kernel, (batch, cfg.nseg),
+               x, k_ptr, p_ptr, cutoff, vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
+               row_info, cand_val, cand_idx, seg_f, seg_i, **plan[f"candidates_{again}"])
+        launch(threshold_kernel, (batch,),
+               x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
+               vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,
+               float(fill), cfg.nseg, cfg.max_band,
+               out if out is not None else x, sel_val if sel_val is not None else x,
+               sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"], seg_before,
+               cutoff, **plan[f"threshold_{again}"])
     if wide:
         grid_seg = (batch, cfg.nseg)
         row_f, part_i, part_f = ws["row_f"], ws["part_i"], ws["part_f"]

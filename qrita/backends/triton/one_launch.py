@@ -79,8 +79,9 @@ def pass_a(x_ptr, k_ptr, V, stride_x, seg_len, k_scalar, max_cands, ws_i_ptr, ws
                   True, K_ARRAY, False, False, SMALLEST, SAMPLE, OVERSAMPLE)
     tl.debug_barrier()  # the cutoff this program stored is what it loads next
     candidates_kernel(x_ptr, k_ptr, x_ptr, cutoff_ptr, V, stride_x, seg_len, k_scalar, 0.0,
-                      cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-                      True, K_ARRAY, False, False, SMALLEST, BLOCK_CAND, CAP_SEG, NSEG_P2, SPARSE)
+                      row_i_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+                      True, K_ARRAY, False, False, SMALLEST, BLOCK_CAND, CAP_SEG, NSEG_P2, SPARSE,
+                      False)
     return cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, row_f_ptr, \
         row_i_ptr, arrivals_ptr
 
@@ -120,8 +121,9 @@ def one_launch_topk_mask_kernel(
         threshold_kernel(x_ptr, k_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
                          V, stride_x, stride_out, k_scalar, 0.0, fill, nseg, 0.0,
                          out_ptr, x_ptr, cand_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
+                         seg_before_ptr,
                          True, K_ARRAY, False, False, False, False, False, BLOCK, CAP_SEG,
-                         NSEG_P2, DENSE, 16)
+                         NSEG_P2, DENSE, 16, SAMPLE, False, False)
         tl.debug_barrier()  # the row's mode, T, budget and per-segment counts are written
         mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
         if mode == 1:  # the kept candidates over the fill, segment by segment
@@ -185,8 +187,9 @@ def select_rows(
         threshold_kernel(x_ptr, x_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
                          V, stride_x, 0, k, 0.0, 0.0, nseg, 0.0,
                          x_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
+                         seg_before_ptr,
                          True, False, False, False, SMALLEST, True, False, BLOCK, CAP_SEG,
-                         NSEG_P2, DENSE, 16)
+                         NSEG_P2, DENSE, 16, SAMPLE, False, False)
         tl.debug_barrier()  # the row's mode, T, budget and per-segment counts are written
         mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
         sel_val = sel_val_ptr + row64 * k

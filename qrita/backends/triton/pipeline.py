@@ -35,6 +35,7 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     count_search_radix,
     key_to_value,
     rank_key,
+    retry_cutoff_key,
     sample_cutoff_key,
     search_in_registers,
     weights_of,
@@ -78,9 +79,9 @@ def cutoff_kernel(
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, SAMPLE: tl.constexpr, OVERSAMPLE: tl.constexpr,
 ):
-    """Step 2's σ-cutoff of one row, computed once per row from its first SAMPLE entries.
+    """Step 2's σ-cutoff of one row, computed once per row from its SAMPLE-entry sample.
 
-    cutoff_ptr : (B,) int32 order keys (KEY_NAN for rows with nothing to do)
+    cutoff_ptr : (B,) int32 rank keys (KEY_NAN for rows with nothing to do)
     """
     row = tl.program_id(0)
     zero_i = row * 0
@@ -113,15 +114,17 @@ def online_mass(x, valid, is_cand, lane_max, lane_mass, lane_cand_mass):
 @triton.jit
 def candidates_kernel(
     x_ptr, k_ptr, p_ptr, cutoff_ptr,
-    V, stride_x, seg_len, k_scalar, p_scalar,
+    V, stride_x, seg_len, k_scalar, p_scalar, row_i_ptr,
     cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
-    SPARSE: tl.constexpr,
+    SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
 
     x_ptr : (B, V) logits, unit stride along V; k_ptr / p_ptr : (B,) when K_ARRAY / P_ARRAY
+    row_i_ptr : (B, 16) int32 (read when ONLY_RETRY: only rows in mode 5, the retry, run again,
+    with the cutoff the threshold kernel picked; the other rows' results are left as they are)
     cand_val_ptr / cand_idx_ptr : (B, NSEG_P2, CAP_SEG) float32 / int32 (a row owns NSEG_P2 x
     CAP_SEG slots, which the fallback reuses as its scratch)
     seg_f_ptr : (B, S, 4) float32; seg_i_ptr : (B, S, 8) int32
@@ -145,7 +148,12 @@ def candidates_kernel(
     n_inf_cand = zero_i
     key_max = zero_i + KEY_NAN
     cutoff_key = zero_i + KEY_NAN
-    if k_on | p_on:
+    go = k_on | p_on
+    write = zero_i == 0
+    if ONLY_RETRY:
+        go = go & (tl.load(row_i_ptr + (zero_i.to(tl.int64) + row) * ROW_I) == 5)
+        write = go
+    if go:
         # entries ranked at or above the cutoff key; a cutoff below every non-NaN key becomes
         # that floor (NaN entries are never candidates), and the test is one float compare
         cutoff_key = tl.maximum(tl.load(cutoff_ptr + row), KEY_FLOOR)
@@ -197,14 +205,15 @@ def candidates_kernel(
             cand_mass = tl.sum(lane_cand_mass * lane_scale, axis=0)
             n_inf = tl.sum(lane_inf & 65535, axis=0)
             n_inf_cand = tl.sum(lane_inf >> 16, axis=0)
-    tl.store(seg_f_ptr + slot * SEG_F + 0, seg_max)
-    tl.store(seg_f_ptr + slot * SEG_F + 1, seg_mass)
-    tl.store(seg_f_ptr + slot * SEG_F + 2, cand_mass)
-    tl.store(seg_i_ptr + slot * SEG_I + 0, n_cand)
-    tl.store(seg_i_ptr + slot * SEG_I + 1, n_inf)
-    tl.store(seg_i_ptr + slot * SEG_I + 2, n_inf_cand)
-    tl.store(seg_i_ptr + slot * SEG_I + 3, key_max)
-    tl.store(seg_i_ptr + slot * SEG_I + 4, cutoff_key)
+    if write:
+        tl.store(seg_f_ptr + slot * SEG_F + 0, seg_max)
+        tl.store(seg_f_ptr + slot * SEG_F + 1, seg_mass)
+        tl.store(seg_f_ptr + slot * SEG_F + 2, cand_mass)
+        tl.store(seg_i_ptr + slot * SEG_I + 0, n_cand)
+        tl.store(seg_i_ptr + slot * SEG_I + 1, n_inf)
+        tl.store(seg_i_ptr + slot * SEG_I + 2, n_inf_cand)
+        tl.store(seg_i_ptr + slot * SEG_I + 3, key_max)
+        tl.store(seg_i_ptr + slot * SEG_I + 4, cutoff_key)
 
 
 @triton.jit
@@ -298,23 +307,63 @@ def slot_boundary(cand_val_ptr, seg_i_ptr, row64, nseg, row_max, inf_mode, k, k_
 def threshold_kernel(
     x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
     V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
-    out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
+    out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr, cutoff_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
-    BAND_SAMPLE: tl.constexpr,
+    BAND_SAMPLE: tl.constexpr, SAMPLE: tl.constexpr, RETRY: tl.constexpr,
+    ONLY_RETRY: tl.constexpr,
 ):
-    """Boundary key and tie budget of one row (steps 3-5), or the full-row fallback (step 7).
+    """Boundary key and tie budget of one row (steps 3-5), the retry's choice, or the full-row
+    fallback (step 7).
+
+    RETRY: a top-k row whose candidates do not suffice (fewer than k, or a segment's slots
+    overflowed) is not searched over the full row here: a second cutoff, placed from the sample
+    with pass A's exact counts (:func:`retry_cutoff_key`), becomes its cutoff (cutoff_ptr) and
+    its mode 5; pass A and this kernel then run again for mode-5 rows only (ONLY_RETRY), and a
+    row whose second cutoff falls short too takes the fallback there. ONLY_RETRY: rows not in
+    mode 5 are left as they are.
 
     out_ptr : (B, V) mask output (fallback rows only); sel_val_ptr / sel_idx_ptr : (B, k)
     selection output (fallback rows only, when SELECT); row_i_ptr : (B, 16) int32 mode
     (0 keep all, 1 candidates suffice, 2 fallback done, 3 top-p left to the wide stage when
     WIDE), T, budget, candidates, rounds, then the wide stage's band (5-6) and the interval
     pass A proved (9-12); row_f_ptr : (B, 4); max_band : entries the band aims below;
-    seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments.
+    seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments;
+    cutoff_ptr : (B,) int32, written for retried rows.
     """
-    CAP: tl.constexpr = NSEG_P2 * CAP_SEG
     row = tl.program_id(0)
+    if ONLY_RETRY:
+        if tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 5:
+            threshold_row(x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+                          V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
+                          out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr,
+                          seg_before_ptr, cutoff_ptr, row, HAS_K, K_ARRAY, HAS_P,
+                          P_ARRAY, SMALLEST, SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE,
+                          BAND_SAMPLE, SAMPLE, False, True)
+    else:
+        threshold_row(x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+                      V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
+                      out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
+                      cutoff_ptr, row, HAS_K, K_ARRAY, HAS_P, P_ARRAY, SMALLEST,
+                      SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE, BAND_SAMPLE, SAMPLE, RETRY,
+                      False)
+
+
+@triton.jit
+def threshold_row(
+    x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+    V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
+    out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr, cutoff_ptr,
+    row,
+    HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
+    SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
+    CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
+    BAND_SAMPLE: tl.constexpr, SAMPLE: tl.constexpr, RETRY: tl.constexpr,
+    RETRIED: tl.constexpr,
+):
+    """:func:`threshold_kernel`'s work for one row (RETRIED: the row's second pass A)."""
+    CAP: tl.constexpr = NSEG_P2 * CAP_SEG
     zero_i = row * 0
     zero_f = zero_i.to(tl.float32)
     row64 = zero_i.to(tl.int64) + row
@@ -368,84 +417,99 @@ def threshold_kernel(
         tl.store(seg_before_ptr + before + 0, tl.cumsum(seg_ties, axis=0) - seg_ties, mask=seg_ok)
         tl.store(seg_before_ptr + before + 1, tl.cumsum(seg_kept, axis=0) - seg_kept, mask=seg_ok)
     elif active:
-        # ---- exact fallback over the full row (scratch: this row's own candidate slots)
-        scratch_val = cand_val_ptr + row64 * CAP
-        scratch_idx = cand_idx_ptr + row64 * CAP
-        cutoff_lo = cutoff_key.to(tl.int64) - 1
-        if k_on:
-            above = n_cand >= k
-            lo = tl.where(above, cutoff_lo, KEY_NAN - 1)
-            hi = tl.where(above, key_max.to(tl.int64), cutoff_lo)
-            cnt_lo = tl.where(above, n_cand, V)
-            cnt_hi = tl.where(above, 0, n_cand)
-            mass_hi = tl.where(above, 0.0, cand_mass)
-            T_k, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
-                row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, k, zero_f, row_max, inf_mode,
-                scratch_val, scratch_idx, BLOCK, CAP, False, HAS_P, SMALLEST)
-            rounds += r
-            budget_k = k - cnt_gt
-            T = T_k
-            budget = budget_k
-            if p_on:
-                w_tk = weights_of(key_to_value(T_k), row_max, inf_mode)
-                surv_mass = mass_gt + budget_k * w_tk
-                if surv_mass > 0.0:
-                    target = p * surv_mass
+        retry = zero_i != 0
+        if RETRY:
+            if k_on:
+                retry, retry_key = retry_cutoff_key(row_x, V, k, n_cand, tl.max(seg_cand, axis=0),
+                                                    cutoff_key, CAP_SEG, SAMPLE, SMALLEST)
+                if retry:
+                    tl.store(cutoff_ptr + row64, retry_key)
+                    tl.store(row_i_ptr + row64 * ROW_I + 15, n_cand)  # the first pass's count
+                    mode = zero_i + 5
+        if not retry:
+            # ---- exact fallback over the full row (scratch: this row's own candidate slots)
+            scratch_val = cand_val_ptr + row64 * CAP
+            scratch_idx = cand_idx_ptr + row64 * CAP
+            cutoff_lo = cutoff_key.to(tl.int64) - 1
+            if k_on:
+                above = n_cand >= k
+                lo = tl.where(above, cutoff_lo, KEY_NAN - 1)
+                hi = tl.where(above, key_max.to(tl.int64), cutoff_lo)
+                cnt_lo = tl.where(above, n_cand, V)
+                cnt_hi = tl.where(above, 0, n_cand)
+                mass_hi = tl.where(above, 0.0, cand_mass)
+                T_k, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
+                    row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, k, zero_f, row_max, inf_mode,
+                    scratch_val, scratch_idx, BLOCK, CAP, False, HAS_P, SMALLEST)
+                rounds += r
+                budget_k = k - cnt_gt
+                T = T_k
+                budget = budget_k
+                if p_on:
+                    w_tk = weights_of(key_to_value(T_k), row_max, inf_mode)
+                    surv_mass = mass_gt + budget_k * w_tk
+                    if surv_mass > 0.0:
+                        target = p * surv_mass
+                        T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
+                            row_x, V, T_k.to(tl.int64) - 1, key_max.to(tl.int64), cnt_ge,
+                            zero_i, zero_f, zero_i, target, row_max, inf_mode, scratch_val,
+                            scratch_idx, BLOCK, CAP, True, True, SMALLEST)
+                        rounds += r
+                        copies = cnt_ge_p - cnt_gt_p
+                        copies = tl.where(T_p == T_k, tl.minimum(copies, budget_k), copies)
+                        w_t = weights_of(key_to_value(T_p), row_max, inf_mode)
+                        T = T_p
+                        budget = top_p_budget(target, mass_gt_p, w_t, copies)
+            else:
+                target = p * row_mass
+                above = cand_mass >= target
+                lo = tl.where(above, cutoff_lo, KEY_NAN - 1)
+                hi = tl.where(above, key_max.to(tl.int64), cutoff_lo)
+                cnt_lo = tl.where(above, n_cand, V)
+                cnt_hi = tl.where(above, 0, n_cand)
+                mass_hi = tl.where(above, 0.0, cand_mass)
+                if WIDE:  # the segmented stage resolves it (wide.py): a band first, then rounds
+                    mode = zero_i + 3
+                    info = row_i_ptr + row64 * ROW_I
+                    b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target,
+                                               inf_mode, max_band, BAND_SAMPLE)
+                    tl.store(info + 5, (b_lo + 1).to(tl.int32))
+                    tl.store(info + 6, b_hi.to(tl.int32))
+                    tl.store(info + 9, (lo + 1).to(tl.int32))
+                    tl.store(info + 10, hi.to(tl.int32))
+                    tl.store(info + 11, cnt_lo)
+                    tl.store(info + 12, cnt_hi)
+                    tl.store(info + 13, 0)
+                    tl.store(row_f_ptr + row64 * ROW_F + 0, row_max)
+                    tl.store(row_f_ptr + row64 * ROW_F + 1, target)
+                    tl.store(row_f_ptr + row64 * ROW_F + 2, inf_mode.to(tl.float32))
+                    tl.store(row_f_ptr + row64 * ROW_F + 3, mass_hi)
+                else:
                     T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
-                        row_x, V, T_k.to(tl.int64) - 1, key_max.to(tl.int64), cnt_ge, zero_i,
-                        zero_f, zero_i, target, row_max, inf_mode, scratch_val, scratch_idx,
-                        BLOCK, CAP, True, True, SMALLEST)
+                        row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max,
+                        inf_mode, scratch_val, scratch_idx, BLOCK, CAP, True, True, SMALLEST)
                     rounds += r
-                    copies = cnt_ge_p - cnt_gt_p
-                    copies = tl.where(T_p == T_k, tl.minimum(copies, budget_k), copies)
                     w_t = weights_of(key_to_value(T_p), row_max, inf_mode)
                     T = T_p
-                    budget = top_p_budget(target, mass_gt_p, w_t, copies)
-        else:
-            target = p * row_mass
-            above = cand_mass >= target
-            lo = tl.where(above, cutoff_lo, KEY_NAN - 1)
-            hi = tl.where(above, key_max.to(tl.int64), cutoff_lo)
-            cnt_lo = tl.where(above, n_cand, V)
-            cnt_hi = tl.where(above, 0, n_cand)
-            mass_hi = tl.where(above, 0.0, cand_mass)
-            if WIDE:  # the segmented stage resolves it (wide.py): a band first, then rounds
-                mode = zero_i + 3
-                info = row_i_ptr + row64 * ROW_I
-                b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target,
-                                           inf_mode, max_band, BAND_SAMPLE)
-                tl.store(info + 5, (b_lo + 1).to(tl.int32))
-                tl.store(info + 6, b_hi.to(tl.int32))
-                tl.store(info + 9, (lo + 1).to(tl.int32))
-                tl.store(info + 10, hi.to(tl.int32))
-                tl.store(info + 11, cnt_lo)
-                tl.store(info + 12, cnt_hi)
-                tl.store(info + 13, 0)
-                tl.store(row_f_ptr + row64 * ROW_F + 0, row_max)
-                tl.store(row_f_ptr + row64 * ROW_F + 1, target)
-                tl.store(row_f_ptr + row64 * ROW_F + 2, inf_mode.to(tl.float32))
-                tl.store(row_f_ptr + row64 * ROW_F + 3, mass_hi)
-            else:
-                T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
-                    row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max,
-                    inf_mode, scratch_val, scratch_idx, BLOCK, CAP, True, True, SMALLEST)
-                rounds += r
-                w_t = weights_of(key_to_value(T_p), row_max, inf_mode)
-                T = T_p
-                budget = top_p_budget(target, mass_gt_p, w_t, cnt_ge_p - cnt_gt_p)
-        if mode == 2:
-            if SELECT:
-                write_row_select(row_x, sel_val_ptr + row64 * k_scalar,
-                                 sel_idx_ptr + row64 * k_scalar, V, T, budget, BLOCK, SMALLEST)
-            else:
-                write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill, BLOCK,
-                                 SMALLEST)
+                    budget = top_p_budget(target, mass_gt_p, w_t, cnt_ge_p - cnt_gt_p)
+            if mode == 2:
+                if SELECT:
+                    write_row_select(row_x, sel_val_ptr + row64 * k_scalar,
+                                     sel_idx_ptr + row64 * k_scalar, V, T, budget, BLOCK,
+                                     SMALLEST)
+                else:
+                    write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill,
+                                     BLOCK, SMALLEST)
     info = row_i_ptr + row64 * ROW_I
     tl.store(info + 0, mode)
     tl.store(info + 1, T)
     tl.store(info + 2, budget)
     tl.store(info + 3, n_cand)
     tl.store(info + 4, rounds)
+    if RETRIED:
+        tl.store(info + 14, zero_i + 1)
+    else:
+        tl.store(info + 14, zero_i)
 
 
 @triton.jit

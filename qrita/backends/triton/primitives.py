@@ -340,6 +340,43 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
 
 
 @triton.jit
+def retry_cutoff_key(row_ptr, V, k, n_cand, max_seg, old_key, CAP_SEG: tl.constexpr,
+                     SAMPLE: tl.constexpr, SMALLEST: tl.constexpr):
+    """A second σ-cutoff (rank-key space) for a top-k row whose first one, ``old_key``, kept
+    fewer than k candidates or overflowed a segment's CAP_SEG slots; returns (found, key).
+
+    Placed from the same sample as the first, now with pass A's exact counts: n_cand entries at
+    or above ``old_key``, at most ``max_seg`` in one segment. Too few: the sample rank of
+    ``old_key`` plus the sample entries still missing, (k - n_cand) · n / V, plus four standard
+    deviations. Overflow: the rank that scales n_cand to halfway between k and the count that
+    would fill the fullest segment to 90% (none when that count is below k: ``found`` false).
+    The key moves strictly in the needed direction. Only speed depends on it: the retry checks
+    its counts again and falls back to the exact full-row search when they fall short.
+    """
+    offs, valid = sample_offsets(V, SAMPLE)
+    x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+    keys = rank_key(x, SMALLEST)
+    n_valid = tl.sum(valid.to(tl.int32), axis=0)
+    zero_i = n_valid * 0
+    n_valid_f = n_valid.to(tl.float32)
+    scale = (zero_i + V).to(tl.float32) / n_valid_f  # row entries per sample entry
+    s_old = tl.sum((valid & (keys >= old_key)).to(tl.int32), axis=0).to(tl.float32)
+    kf = k.to(tl.float32)
+    n_f = n_cand.to(tl.float32)
+    overflow = max_seg > CAP_SEG
+    need = tl.maximum(kf - n_f, 0.0) / scale
+    rank_few = s_old + need + 4.0 * tl.sqrt(need) + 4.0
+    n_fit = n_f * (0.9 * CAP_SEG) / tl.maximum(max_seg, 1).to(tl.float32)
+    rank_over = s_old * (0.5 * (kf + n_fit)) / tl.maximum(n_f, 1.0)
+    rank = tl.where(overflow, rank_over, rank_few)
+    rank = tl.minimum(tl.maximum(tl.ceil(rank), 1.0), n_valid_f)
+    key = kth_largest_key(keys, valid, rank.to(tl.int32), zero_i)
+    new_key = tl.where(overflow, tl.maximum(key, old_key + 1), tl.minimum(key, old_key - 1))
+    found = tl.where(overflow, n_fit >= kf, old_key > KEY_FLOOR)
+    return found, new_key
+
+
+@triton.jit
 def compact_tile(x, tile_start, is_cand, lanes, n_tile, n_cand, row_x, cand_val, cand_idx,
                  BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, SPARSE: tl.constexpr):
     """Append a tile's n_tile candidates (value, index) to the segment's slots in index order.
