@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -292,4 +292,12 @@ if [[ $stage == searchtable ]]; then  # the per-row search: denser packing, fewe
       --out "$OUT/table_${table:-default}" --batch 1024 --dtypes float32 \
       --scenarios topk1000,topk50,k50 2>&1 | grep -v Warn | grep zipf | cut -c1-330
   done
+fi
+if [[ $stage == ninthrest ]]; then  # the GPU tests the ninth stage's call did not reach
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  timeout "${TESTS_S:-400}" python3 -m pytest -m gpu -p no:cacheprovider -rf --tb=short -v \
+    "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$m::test_gpu_batches[gaussian-1024]" "$m::test_gpu_batches[zipf-64]" \
+    "$t::test_gpu_top_k_cuda_graph" 2>&1 | tee "$OUT/pytest_gpu_ninthrest.log" \
+    | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
 fi
