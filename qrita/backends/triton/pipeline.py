@@ -333,21 +333,29 @@ def threshold_kernel(
     cutoff_ptr : (B,) int32, written for retried rows.
     """
     row = tl.program_id(0)
+    go = row >= 0
     if ONLY_RETRY:
-        if tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 5:
-            threshold_row(x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-                          V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
-                          out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr,
-                          seg_before_ptr, cutoff_ptr, row, HAS_K, K_ARRAY, HAS_P,
-                          P_ARRAY, SMALLEST, SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE,
-                          BAND_SAMPLE, SAMPLE, False, True)
-    else:
+        go = tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 5
+    if go:
         threshold_row(x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
                       V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
                       out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                       cutoff_ptr, row, HAS_K, K_ARRAY, HAS_P, P_ARRAY, SMALLEST,
                       SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE, BAND_SAMPLE, SAMPLE, RETRY,
-                      False)
+                      ONLY_RETRY)
+
+
+@triton.jit
+def proved_interval(above, cutoff_lo, key_max, n_cand, cand_mass, V):
+    """The interval (lo, hi] pass A proves holds a missed row's boundary key, with the counts at
+    both ends and the mass above hi: above the cutoff when the candidates suffice (``above``),
+    else below it."""
+    lo = tl.where(above, cutoff_lo, KEY_NAN - 1)
+    hi = tl.where(above, key_max.to(tl.int64), cutoff_lo)
+    cnt_lo = tl.where(above, n_cand, V)
+    cnt_hi = tl.where(above, 0, n_cand)
+    mass_hi = tl.where(above, 0.0, cand_mass)
+    return lo, hi, cnt_lo, cnt_hi, mass_hi
 
 
 @triton.jit
@@ -432,12 +440,8 @@ def threshold_row(
             scratch_idx = cand_idx_ptr + row64 * CAP
             cutoff_lo = cutoff_key.to(tl.int64) - 1
             if k_on:
-                above = n_cand >= k
-                lo = tl.where(above, cutoff_lo, KEY_NAN - 1)
-                hi = tl.where(above, key_max.to(tl.int64), cutoff_lo)
-                cnt_lo = tl.where(above, n_cand, V)
-                cnt_hi = tl.where(above, 0, n_cand)
-                mass_hi = tl.where(above, 0.0, cand_mass)
+                lo, hi, cnt_lo, cnt_hi, mass_hi = proved_interval(
+                    n_cand >= k, cutoff_lo, key_max, n_cand, cand_mass, V)
                 T_k, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
                     row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, k, zero_f, row_max, inf_mode,
                     scratch_val, scratch_idx, BLOCK, CAP, False, HAS_P, SMALLEST)
@@ -462,12 +466,8 @@ def threshold_row(
                         budget = top_p_budget(target, mass_gt_p, w_t, copies)
             else:
                 target = p * row_mass
-                above = cand_mass >= target
-                lo = tl.where(above, cutoff_lo, KEY_NAN - 1)
-                hi = tl.where(above, key_max.to(tl.int64), cutoff_lo)
-                cnt_lo = tl.where(above, n_cand, V)
-                cnt_hi = tl.where(above, 0, n_cand)
-                mass_hi = tl.where(above, 0.0, cand_mass)
+                lo, hi, cnt_lo, cnt_hi, mass_hi = proved_interval(
+                    cand_mass >= target, cutoff_lo, key_max, n_cand, cand_mass, V)
                 if WIDE:  # the segmented stage resolves it (wide.py): a band first, then rounds
                     mode = zero_i + 3
                     info = row_i_ptr + row64 * ROW_I
