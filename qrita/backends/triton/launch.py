@@ -151,7 +151,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     seg_len = min(seg_len, -(-vocab // block) * block)
     nseg = -(-vocab // seg_len)
     nseg_p2 = next_pow2(nseg)
-    # the top-k retry (two launches more, ~15 µs at B=1024) where a row's cutoff can fall short:
+    # the top-k retry (two launches more, whose programs exit unless their row retries; their
+    # cost was not measured apart) where a row's cutoff can fall short:
     # k >= 256 on a GPU (large k: the sample's rank is near the slots' limit); every k > 4 in
     # the interpreter, so CI runs it
     retry_min_k = 5 if interpret else 256
