@@ -5,7 +5,7 @@
 
 For each (workload, scenario, dtype, B): runs the whole call once with ``stats`` to count the
 rows per path (mode 1: candidates sufficed, 2: single-program fallback, 4: segmented top-p
-stage; ``retried``: top-k rows whose pass A ran a second time at a spare cutoff), then times the
+stage; ``retried``: top-k rows whose pass A ran a second time at a second cutoff), then times the
 whole eager call, its CUDA-graph replay, and the GPU time per call of each kernel
 (torch.profiler's CUDA kernel times, averaged over repeats). Prints one table; writes CSV rows.
 Scenarios ``k50`` / ``k1000`` profile ``top_k`` (sorted) instead of a mask (no statistics).

@@ -366,7 +366,7 @@ def test_gpu_batches(B, workload):
 
 @pytest.mark.gpu
 def test_gpu_top_k_retry_rows_exact():
-    """At real shapes, the top-k rows that take the retry (pass A again at a spare cutoff) end on
+    """At real shapes, the top-k rows that take the retry (pass A again at a second cutoff) end on
     the candidate path and match the oracle, as masks (top-k, top-k then top-p) and as top_k;
     k = 2000 makes many rows retry (the sample's cutoff is near the slots' limit there)."""
     rng = np.random.default_rng(29)
