@@ -1,7 +1,7 @@
 """Where the time goes (not a test): per-launch GPU time of the mask pipeline, and paths taken.
 
     python benchmarks/profile_pipeline.py [--batch 1,64,1024] [--vocab 131072] [--out DIR]
-        [--scenarios topk50,topp0.9,...,k50,k1000]
+        [--scenarios topk50,topp0.9,...,k50,k1000] [--workloads zipf,gaussian]
 
 For each (workload, scenario, dtype, B): runs the whole call once with ``stats`` to count the
 rows per path (mode 1: candidates sufficed, 2: single-program fallback, 4: segmented top-p
@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtypes", default="float32,bfloat16")
     ap.add_argument("--out", default="results")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--workloads", default="zipf,gaussian")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     rng = np.random.default_rng(0)
@@ -83,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         for B in map(int, args.batch.split(",")):
             for workload, make in (("zipf", generators.zipf_logits),
                                    ("gaussian", generators.gaussian_logits)):
+                if workload not in args.workloads.split(","):
+                    continue
                 x32 = torch.from_numpy(make(B, V, 1.1 if workload == "zipf" else 2.0, rng)).cuda()
                 for dtype in args.dtypes.split(","):
                     x = x32.to(getattr(torch, dtype))

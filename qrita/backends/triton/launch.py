@@ -53,8 +53,9 @@ def launch(kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
 
 def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     """Developer knob for measuring and bisecting on a GPU: ``QRITA_LAUNCH_TABLE="cand=512x2,
-    wide=256x2,search=1024x4"`` replaces the (tile, warps) of the candidate pass / wide
-    compaction, or the (dense candidates, warps) of the per-row search kernels."""
+    wide=256x2,search=1024x4,band=2048x0"`` replaces the (tile, warps) of the candidate pass /
+    wide compaction, the (dense candidates, warps) of the per-row search kernels, or the size of
+    the wide top-p band's sample (its second number is ignored)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -145,6 +146,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_cand, warps_cand = _table_override("cand", (block_cand, warps_cand))
         block_wide, warps_wide = _table_override("wide", (block_wide, warps_wide))
         dense, warps_search = _table_override("search", (dense, warps_search))
+    band_table, _ = _table_override("band", (0, 0)) if not interpret else (0, 0)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
@@ -156,7 +158,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # k >= 256 on a GPU (large k: the sample's rank is near the slots' limit); every k > 4 in
     # the interpreter, so CI runs it
     retry_min_k = 5 if interpret else 256
-    band_sample = max(16, min(2 * sample, next_pow2(vocab)))
+    band_sample = max(16, min(band_table or 2 * sample, next_pow2(vocab)))
     sample = max(16, min(sample, next_pow2(vocab)))
     return PipelineConfig(block=block, seg_len=seg_len, nseg=nseg, nseg_p2=nseg_p2,
                           cap_seg=max(cap // nseg_p2, 16), sample=sample,
