@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|fused]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -297,14 +297,26 @@ if [[ $stage == tenth ]]; then  # the per-row search's packing by k; the top-p b
   for table in "" search=2048x8 search=2048x4 search=512x4; do
     echo "== table '$table'"
     QRITA_LAUNCH_TABLE=$table timeout "${EXTRA_S:-90}" python3 benchmarks/profile_pipeline.py \
-      --out "$OUT/table_${table:-default}" --batch 1024 --dtypes float32 --workloads zipf \
+      --out "$OUT/table_$(echo "${table:-default}" | tr '=' '_')" --batch 1024 --dtypes float32 --workloads zipf \
       --scenarios topk1000,k1000,topk50,k50 2>&1 | grep -v Warn | grep zipf | cut -c1-400
   done
   for table in "" band=2048x0 band=8192x0; do
     echo "== table '$table'"
     QRITA_LAUNCH_TABLE=$table timeout "${BAND_S:-70}" python3 benchmarks/profile_pipeline.py \
-      --out "$OUT/band_${table:-default}" --batch 1024 --dtypes float32 \
+      --out "$OUT/band_$(echo "${table:-default}" | tr '=' '_')" --batch 1024 --dtypes float32 \
       --scenarios topp0.9 2>&1 | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
+  done
+fi
+if [[ $stage == fused ]]; then  # one reduction per pivot round; the small-k search (A/B)
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_triton_primitives.py 2>&1 \
+    | tee "$OUT/pytest_gpu_primitives.log" | tail -3
+  for env in "" QRITA_FUSED_REDUCE=0 QRITA_LAUNCH_TABLE=searchsmall=0x0; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    echo "== env '$env'"
+    env $env timeout "${EXTRA_S:-130}" python3 benchmarks/profile_pipeline.py \
+      --out "$OUT/profile_$name" --batch 1024 --dtypes float32 --workloads zipf \
+      --scenarios topk50,k50,topk1000,k1000,topp0.9,topk100_topp0.9 2>&1 | grep -v Warn \
+      | grep zipf | cut -c1-420
   done
 fi
 if [[ $stage == ninthrest ]]; then  # the GPU tests the ninth stage's call did not reach

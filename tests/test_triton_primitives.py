@@ -4,9 +4,16 @@
 rounds of ``search_in_registers`` answer for top-k's boundary key: both run here in one small kernel on the same
 keys, and must give the same key for every target, interval and membership, including the edge
 cases (no member, target <= 0, target above the member count, ties, NaN keys, +-inf, -0.0).
+The mass predicate of ``search_in_registers`` (top-p) is checked against a NumPy search on
+weights whose sums are exact. The interpreter runs the rounds with three separate reductions;
+one test runs these tests again with the GPU's single fused reduction forced on.
 """
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -91,3 +98,77 @@ def test_radix_count_search_is_the_kth_largest_key(k):
                                 torch.ones(N, dtype=torch.int32, device=DEVICE), params, out, N=N)
     expected = np.sort(order_key_host(x))[::-1][k - 1]
     assert out.tolist() == [expected, expected]
+
+
+@triton.jit
+def _mass_search_kernel(x_ptr, w_ptr, member_ptr, params_ptr, out_ptr, N: tl.constexpr):
+    lanes = tl.arange(0, N)
+    keys = order_key(tl.load(x_ptr + lanes))
+    w = tl.load(w_ptr + lanes)
+    member = tl.load(member_ptr + lanes) != 0
+    lo = tl.load(params_ptr + 0).to(tl.int64)
+    hi = tl.load(params_ptr + 1).to(tl.int64)
+    base = tl.load(params_ptr + 2)
+    target = tl.load(params_ptr + 3)
+    zero_i = lo.to(tl.int32) * 0
+    T, r = search_in_registers(keys, w, member, lo, hi, zero_i, base, zero_i, target, True)
+    tl.store(out_ptr + 0, T)
+    tl.store(out_ptr + 1, r)
+
+
+def _mass_boundary(keys, w, lo, hi, base, target):
+    """The largest occupied key t in (lo, hi] with base + w(key >= t) >= target; the lowest
+    occupied key when none reaches the target; KEY_NAN when (lo, hi] holds no key."""
+    inside = (keys > lo) & (keys <= hi)
+    occupied = np.unique(keys[inside])[::-1]
+    if occupied.size == 0:
+        return -(2**31)
+    for t in occupied:
+        if base + w[keys >= t].sum() >= target:
+            return int(t)
+    return int(occupied[-1])
+
+
+def test_mass_search_is_the_top_p_boundary():
+    rng = np.random.default_rng(11)
+    out = torch.zeros(2, dtype=torch.int32, device=DEVICE)
+    checked = 0
+    for x, member in _rows(rng):
+        # small integer weights: every partial sum is exact in float32, in any order
+        w = rng.integers(0, 4, N).astype(np.float32)
+        keys_all = order_key_host(x)
+        keys = np.where(member, keys_all, -(2**31)).astype(np.int64)
+        wm = np.where(member, w, 0)
+        occupied = np.sort(keys_all[member])
+        intervals = [(-(2**31) - 1, 2**31 - 1)]
+        if occupied.size >= 2:
+            intervals.append((int(occupied[occupied.size // 4]) - 1, int(occupied[-1])))
+        for lo, hi in intervals:
+            for base in (0.0, 2.0):
+                for target in (0.0, 1.0, 5.0, 20.0, float(wm.sum()), float(wm.sum()) + 9.0):
+                    params = torch.tensor([lo, hi, base, target], dtype=torch.float64,
+                                          device=DEVICE)
+                    _mass_search_kernel[(1,)](
+                        torch.from_numpy(x).to(DEVICE), torch.from_numpy(w).to(DEVICE),
+                        torch.from_numpy(member.astype(np.int32)).to(DEVICE), params, out, N=N)
+                    inside = member & (keys > lo) & (keys <= hi)
+                    # entries above hi count through base only in the kernel's caller: here the
+                    # predicate sums every member above the pivot, so add those above hi
+                    extra = float(wm[member & (keys > hi)].sum())
+                    expect = _mass_boundary(keys[inside], wm[inside], lo, hi, base + extra, target)
+                    assert out.tolist()[0] == expect, (x, member, w, lo, hi, base, target)
+                    checked += 1
+    assert checked >= 60
+
+
+@pytest.mark.skipif(os.environ.get("QRITA_FUSED_REDUCE") == "1" or DEVICE != "cpu",
+                    reason="runs the tests above in a child process with the fused reduction")
+def test_fused_reduction_gives_the_same_answers():
+    """The GPU default (one tuple ``tl.reduce`` per round) in the interpreter: same answers."""
+    env = dict(os.environ, QRITA_FUSED_REDUCE="1", TRITON_INTERPRET="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         __file__, "-k", "kth_largest or mass_search"],
+        env=env, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "6 passed" in proc.stdout, proc.stdout[-2000:]

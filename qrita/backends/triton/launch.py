@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 import struct
 from dataclasses import dataclass
@@ -97,6 +98,11 @@ class PipelineConfig:
     warps_wide: int = 0  # its warps (0: ``warps_cand``)
     sparse_wide: int = -1  # ``sparse`` of the wide compaction (-1: ``sparse``; 0: prefix sums only)
     retry_min_k: int = 256  # a scalar k from this on (or per-row k) runs the top-k retry
+    # top-k alone with a scalar k whose rows are expected to keep at most ``dense_small``
+    # candidates: the per-row search packs them into that many lanes with ``warps_small`` warps
+    # (0: off)
+    dense_small: int = 0
+    warps_small: int = 4
 
     @property
     def cap(self) -> int:
@@ -126,6 +132,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_cand, warps_cand, sparse = 128, 4, 4
         block_cand_one = block_cand
         block_wide, warps_wide, sparse_wide = 128, 2, -1
+        dense_small, warps_small = 32, 2  # so CI runs the small-k search (V <= SAMPLE, k <= 4)
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -146,6 +153,10 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_cand, warps_cand = _table_override("cand", (block_cand, warps_cand))
         block_wide, warps_wide = _table_override("wide", (block_wide, warps_wide))
         dense, warps_search = _table_override("search", (dense, warps_search))
+        # H200, B = 1024, V = 131072, fp32 zipf, threshold kernel: topk50 92 -> 79 us, top_k
+        # k50 93 -> 79 at 512 x 4 (k1000 at 512 x 4: 168 -> 205, so only for small k;
+        # BENCHMARKS.md tenth section)
+        dense_small, warps_small = _table_override("searchsmall", (512, 4))
     band_table, _ = _table_override("band", (0, 0)) if not interpret else (0, 0)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -167,18 +178,36 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           block_cand_one=min(block_cand_one, block),
                           band_sample=band_sample, block_wide=min(block_wide, block),
                           warps_wide=warps_wide, sparse_wide=sparse_wide,
-                          retry_min_k=retry_min_k)
+                          retry_min_k=retry_min_k, dense_small=dense_small,
+                          warps_small=warps_small)
+
+
+@functools.lru_cache(maxsize=4096)
+def small_k_search(cfg: PipelineConfig, vocab: int, k: int) -> bool:
+    """Whether a top-k call with scalar k takes the small-k search (``cfg.dense_small`` lanes):
+    when the σ-cutoff's sample rule (docs/algorithm.md §2, its order-statistic branch) expects
+    at most that many candidates per row, ceil(r + 3 sqrt(r) + 3) x V / SAMPLE with
+    r = k x SAMPLE / V. Only speed depends on it (rows with more take the slot search)."""
+    if cfg.dense_small <= 0 or not 0 < k < vocab:
+        return False
+    sample = min(cfg.sample, vocab)
+    r_k = k * sample / vocab
+    expected = math.ceil(r_k + 3.0 * math.sqrt(r_k) + 3.0) * vocab / sample
+    return expected <= cfg.dense_small
 
 
 @functools.lru_cache(maxsize=1024)
 def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
-          smallest: bool, select: bool, wide: bool, retry: bool) -> dict[str, dict]:
+          smallest: bool, select: bool, wide: bool, retry: bool,
+          small: bool = False) -> dict[str, dict]:
     """The constexpr / launch-option keyword arguments of each launch of one call, built once
     per (config, argument kinds): every call runs this host code, so it is kept out of it."""
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
     block_cand = cfg.block_cand or cfg.block
     warps_cand = cfg.warps_cand or cfg.warps_stream
     seg = dict(CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2)
+    dense, warps_search = (cfg.dense_small, cfg.warps_small) if small else (cfg.dense,
+                                                                           cfg.warps_search)
     plan = {
         "cutoff": dict(flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
                        num_warps=cfg.warps_stream),
@@ -188,10 +217,10 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                            SPARSE=cfg.sparse, ONLY_RETRY=again,
                                            num_warps=warps_cand)
         plan[f"threshold_{again}"] = dict(flags, SMALLEST=smallest, SELECT=select, WIDE=wide,
-                                          BLOCK=cfg.block, **seg, DENSE=min(cfg.dense, cfg.cap),
+                                          BLOCK=cfg.block, **seg, DENSE=min(dense, cfg.cap),
                                           BAND_SAMPLE=cfg.band_sample, SAMPLE=cfg.sample,
                                           RETRY=retry and not again, ONLY_RETRY=again,
-                                          num_warps=cfg.warps_search)
+                                          num_warps=warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
     for band in (True, False):
         plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
@@ -239,8 +268,9 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     seg_before, row_info = ws["seg_before"], ws["row_info"]
     p_array = isinstance(p, torch.Tensor)
     retry = k is not None and (k_array or int(k) >= cfg.retry_min_k)
+    small = p is None and k is not None and not k_array and small_k_search(cfg, vocab, int(k))
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                 retry)
+                 retry, small)
     k_ptr = k if k_array else seg_i
     p_ptr = p if p_array else seg_f
     k_scalar = 0 if (k is None or k_array) else int(k)
