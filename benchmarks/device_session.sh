@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|fused]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|fused|int32]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -318,6 +318,25 @@ if [[ $stage == fused ]]; then  # one reduction per pivot round; the small-k sea
       --scenarios topk50,k50,topk1000,k1000,topp0.9,topk100_topp0.9 2>&1 | grep -v Warn \
       | grep zipf | cut -c1-420
   done
+fi
+if [[ $stage == int32 ]]; then  # int32 key compares in the pivot rounds and the wide compaction
+  timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_triton_primitives.py 2>&1 \
+    | tee "$OUT/pytest_gpu_primitives.log" | tail -2
+  for env in "" QRITA_SEARCH_INT32=0; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    echo "== env '$env'"
+    env $env timeout "${EXTRA_S:-110}" python3 benchmarks/profile_pipeline.py \
+      --out "$OUT/profile_$name" --batch 1024 --dtypes float32 --workloads zipf \
+      --scenarios topk50,k50,topk1000,k1000,topp0.9,topk100_topp0.9 2>&1 | grep -v Warn \
+      | grep zipf | cut -c1-420
+  done
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  timeout "${TESTS_S:-250}" python3 -m pytest -m gpu -p no:cacheprovider -rf --tb=short -v \
+    "$m::test_gpu_batches[zipf-1024]" "$m::test_gpu_top_k_retry_rows_exact" \
+    "$m::test_gpu_batches[gaussian-64]" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_batches[gaussian-1024]" \
+    "$m::test_gpu_cuda_graph_capture_and_replay" 2>&1 | tee "$OUT/pytest_gpu_int32.log" \
+    | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
 fi
 if [[ $stage == ninthrest ]]; then  # the GPU tests the ninth stage's call did not reach
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py

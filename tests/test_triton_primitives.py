@@ -5,15 +5,10 @@ rounds of ``search_in_registers`` answer for top-k's boundary key: both run here
 keys, and must give the same key for every target, interval and membership, including the edge
 cases (no member, target <= 0, target above the member count, ties, NaN keys, +-inf, -0.0).
 The mass predicate of ``search_in_registers`` (top-p) is checked against a NumPy search on
-weights whose sums are exact. The interpreter runs the rounds with three separate reductions;
-one test runs these tests again with the GPU's single fused reduction forced on.
+weights whose sums are exact.
 """
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -159,16 +154,3 @@ def test_mass_search_is_the_top_p_boundary():
                     assert out.tolist()[0] == expect, (x, member, w, lo, hi, base, target)
                     checked += 1
     assert checked >= 60
-
-
-@pytest.mark.skipif(os.environ.get("QRITA_FUSED_REDUCE") == "1" or DEVICE != "cpu",
-                    reason="runs the tests above in a child process with the fused reduction")
-def test_fused_reduction_gives_the_same_answers():
-    """The GPU default (one tuple ``tl.reduce`` per round) in the interpreter: same answers."""
-    env = dict(os.environ, QRITA_FUSED_REDUCE="1", TRITON_INTERPRET="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         __file__, "-k", "kth_largest or mass_search"],
-        env=env, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "6 passed" in proc.stdout, proc.stdout[-2000:]

@@ -13,14 +13,9 @@ KEY_FLOOR = tl.constexpr(-2139095041)  # the lowest non-NaN rank key: -inf large
 #: (:func:`search_in_registers`); off by default: ~30 us slower at B=1024 on the H200
 #: (BENCHMARKS.md eighth section)
 RADIX = tl.constexpr(os.environ.get("QRITA_RADIX", "0") == "1")
-#: one reduction per pivot round (counts or masses above the pivots and the key bounds of every
-#: quarter together, one ``tl.reduce`` of a tuple) instead of three in sequence (sums, then the
-#: snap's min and max). Off under the interpreter, which runs a tuple ``tl.reduce``'s combine
-#: per element in Python (QRITA_FUSED_REDUCE=1 forces it on there: a test does), and with
-#: QRITA_FUSED_REDUCE=0 (a measuring knob). Same answer, same rounds either way.
-_FUSED_ENV = os.environ.get("QRITA_FUSED_REDUCE", "")
-FUSED_REDUCE = tl.constexpr(_FUSED_ENV == "1" or (
-    _FUSED_ENV != "0" and os.environ.get("TRITON_INTERPRET", "0") != "1"))
+#: measuring knob, read once at import: QRITA_SEARCH_INT32=0 compares keys with the pivot rounds'
+#: bounds in int64 (the form before the tenth session) instead of int32
+SEARCH_INT32 = tl.constexpr(os.environ.get("QRITA_SEARCH_INT32", "1") != "0")
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 
 
@@ -89,35 +84,6 @@ def narrow(piv, holds, lo, hi):
 
 
 @triton.jit
-def _min_max_combine(min_a, max_a, min_b, max_b):
-    return tl.minimum(min_a, min_b), tl.maximum(max_a, max_b)
-
-
-@triton.jit
-def _max_max_combine(a0, a1, b0, b1):
-    return tl.maximum(a0, b0), tl.maximum(a1, b1)
-
-
-@triton.jit
-def _sum_min_max_combine(sum_a, min_a, max_a, sum_b, min_b, max_b):
-    return sum_a + sum_b, tl.minimum(min_a, min_b), tl.maximum(max_a, max_b)
-
-
-@triton.jit
-def snap_interval(keys, member, lo, hi):
-    """(lo, hi] snapped onto the occupied keys: lo -> (min key > lo) - 1, hi -> max key <= hi."""
-    inside = member & (keys > lo) & (keys <= hi)
-    key_min = tl.where(inside, keys, KEY_MAX)
-    key_max = tl.where(inside, keys, KEY_NAN)
-    if FUSED_REDUCE:
-        key_min, key_max = tl.reduce((key_min, key_max), 0, _min_max_combine)
-    else:
-        key_min = tl.min(key_min, axis=0)
-        key_max = tl.max(key_max, axis=0)
-    return key_min.to(tl.int64) - 1, key_max.to(tl.int64)
-
-
-@triton.jit
 def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target, mass_target,
                         USE_MASS: tl.constexpr):
     """Quaternary pivot search over candidates held in registers.
@@ -125,53 +91,51 @@ def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target
     Finds the boundary key T in (lo, hi]: the largest q with predicate(q - 1) true, where
     predicate(q) = base_count + #(key > q) >= k_target   (top-k), or
                    base_mass + Σ w(key > q) >= mass_target (top-p).
-    Each round tests three pivots at 1/4, 1/2, 3/4 of the interval, keeps the quarter that holds
-    T and snaps it to the smallest and largest candidate key inside it; one distinct key left
-    means T is found. The sums above the pivots and every quarter's key bounds come from one
-    pass over the candidates (one reduction, :data:`FUSED_REDUCE`): the predicate is monotone in
-    q (direct masked sums), so the kept quarter is the highest one whose lower pivot holds, and
-    it is never empty (it holds T, or it is the top quarter, which holds hi). Returns T and the
-    number of rounds.
+    Each round tests three pivots at 1/4, 1/2, 3/4 of the interval, then snaps the interval to the
+    smallest and largest candidate key inside it; one distinct key left means T is found.
+    Returns T and the number of rounds.
     """
     rounds = 0
+    # snap to the occupied keys: lo -> (min key > lo) - 1, hi -> max key <= hi
     lo, hi = snap_interval(keys, member, lo, hi)
-    quarter = tl.arange(0, 4)
-    keys_col = keys[:, None]
     while hi - lo > 1:
-        piv = quarter_pivots(lo, hi)  # the quarters' lower ends; the top quarter ends at hi
-        piv_next = lo + ((hi - lo) * (quarter + 1).to(tl.int64)) // 4
-        above = member[:, None] & (keys_col.to(tl.int64) > piv[None, :])
-        in_quarter = above & (keys_col.to(tl.int64) <= piv_next[None, :])
+        piv = quarter_pivots(lo, hi)
+        if SEARCH_INT32:
+            # per candidate, int32 compares only: pivots other than lane 0 (lo itself, no
+            # test: it holds) lie in (lo, hi], inside the int32 keys' range
+            piv32 = tl.maximum(piv, KEY_NAN).to(tl.int32)
+            above = member[:, None] & (keys[:, None] > piv32[None, :])
+        else:
+            above = member[:, None] & (keys[:, None].to(tl.int64) > piv[None, :])
         if USE_MASS:
-            part = tl.where(above, w[:, None], 0.0)
+            mass = base_mass + tl.sum(tl.where(above, w[:, None], 0.0), axis=0)
+            holds = mass >= mass_target
         else:
-            part = above.to(tl.int32)
-        q_min = tl.where(in_quarter, keys_col, KEY_MAX)
-        q_max = tl.where(in_quarter, keys_col, KEY_NAN)
-        if FUSED_REDUCE:
-            total, q_min, q_max = tl.reduce((part, q_min, q_max), 0, _sum_min_max_combine)
-        else:
-            total = tl.sum(part, axis=0)
-            q_min = tl.min(q_min, axis=0)
-            q_max = tl.max(q_max, axis=0)
-        if USE_MASS:
-            holds = base_mass + total >= mass_target
-        else:
-            holds = base_count + total >= k_target
-        holds = holds | (piv == lo)  # a pivot equal to lo is no test: T > lo
-        # the highest holding quarter is the one kept: its bounds are the largest among the
-        # holding quarters' (quarters are ordered; an empty one has no bounds)
-        new_lo = tl.where(holds & (q_min < KEY_MAX), q_min, KEY_NAN)
-        new_hi = tl.where(holds, q_max, KEY_NAN)
-        if FUSED_REDUCE:
-            new_lo, new_hi = tl.reduce((new_lo, new_hi), 0, _max_max_combine)
-        else:
-            new_lo = tl.max(new_lo, axis=0)
-            new_hi = tl.max(new_hi, axis=0)
-        lo = new_lo.to(tl.int64) - 1
-        hi = new_hi.to(tl.int64)
+            count = base_count + tl.sum(above.to(tl.int32), axis=0)
+            holds = count >= k_target
+        holds = holds | (piv == lo)
+        lo, hi = narrow(piv, holds, lo, hi)
+        lo, hi = snap_interval(keys, member, lo, hi)
         rounds += 1
     return hi.to(tl.int32), rounds
+
+
+@triton.jit
+def snap_interval(keys, member, lo, hi):
+    """(lo, hi] snapped onto the member keys: lo -> (min key > lo) - 1, hi -> max key <= hi
+    (an interval holding no key becomes (KEY_MAX - 1, KEY_NAN]); lo, hi int64."""
+    if SEARCH_INT32:
+        # key > lo is key >= lo + 1; both ends clamped into int32 (an end outside it leaves
+        # the interval empty, or every key on that side inside)
+        first = tl.minimum(tl.maximum(lo + 1, KEY_NAN), KEY_MAX).to(tl.int32)
+        last = tl.minimum(tl.maximum(hi, KEY_NAN), KEY_MAX).to(tl.int32)
+        some = (lo < KEY_MAX) & (hi >= KEY_NAN)
+        inside = member & (keys >= first) & (keys <= last) & some
+    else:
+        inside = member & (keys > lo) & (keys <= hi)
+    lo = tl.min(tl.where(inside, keys, KEY_MAX), axis=0).to(tl.int64) - 1
+    hi = tl.max(tl.where(inside, keys, KEY_NAN), axis=0).to(tl.int64)
+    return lo, hi
 
 
 @triton.jit

@@ -179,14 +179,28 @@ def wide_compact_kernel(
         lane_above = tl.zeros([BLOCK], tl.int32)
         lane_mass_above = tl.zeros([BLOCK], tl.float32)
         lane_mass_band = tl.zeros([BLOCK], tl.float32)
+        seg_start = seg * seg_len
+        lanes = tl.arange(0, BLOCK)
+        # key in (lo, hi] and key > hi as int32 compares per entry (lo >= KEY_NAN - 1; an end
+        # outside the int32 keys leaves nothing, or everything on that side)
+        first = tl.minimum(tl.maximum(lo + 1, KEY_NAN), KEY_MAX).to(tl.int32)
+        last = tl.minimum(tl.maximum(hi, KEY_NAN), KEY_MAX).to(tl.int32)
+        some = (lo < KEY_MAX) & (hi >= KEY_NAN)
+        after = tl.minimum(tl.maximum(hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
+        x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
         for off in range(0, seg_len, BLOCK):
-            offs = seg * seg_len + off + tl.arange(0, BLOCK)
+            offs = seg_start + off + lanes
             valid = offs < V
-            x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
-            key = rank_key(x, False).to(tl.int64)
-            take = valid & (key > lo) & (key <= hi)
+            x = x_next.to(tl.float32)
+            # the next tile's load is issued before this one is processed (one warp per
+            # program: without it each tile waits for its own load)
+            next_offs = offs + BLOCK
+            x_next = tl.load(row_x + next_offs,
+                             mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
+            key = rank_key(x, False)
+            take = valid & (key >= first) & (key <= last) & some
             if BAND:
-                above = valid & (key > hi)
+                above = valid & (key >= after)
                 w = weights_of(x, row_max, inf_mode)
                 lane_above += above.to(tl.int32)
                 lane_mass_above += tl.where(above, w, 0.0)
