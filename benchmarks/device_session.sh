@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|fused|int32]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|fused|int32|onelaunch2|tenthfinal]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -337,6 +337,34 @@ if [[ $stage == int32 ]]; then  # int32 key compares in the pivot rounds and the
     "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_batches[gaussian-1024]" \
     "$m::test_gpu_cuda_graph_capture_and_replay" 2>&1 | tee "$OUT/pytest_gpu_int32.log" \
     | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
+fi
+if [[ $stage == onelaunch2 ]]; then  # one launch up to B = 64 vs the pipeline; chunked rows
+  for one in 0 1:64; do
+    QRITA_ONE_LAUNCH=$one timeout 110 python3 benchmarks/bench.py --out "$OUT/one_launch_${one%%:*}" \
+      --ops masks,top_k --vocab 131072 --batch 16,32,64 --dtypes float32 --workloads zipf \
+      --scenarios topk50,topk1000,k50,k1000 --peers torch --graphs --warmup 5 --rep 25 --check-rows 4 \
+      --no-progress > "$OUT/bench_one_launch_${one%%:*}.log" 2>&1
+    echo "one_launch=$one exit $?"; tail -c 2200 "$OUT/bench_one_launch_${one%%:*}.log"
+  done
+  for rows in 0 256; do  # QRITA_CHUNK_ROWS: scratch bounded by row chunks (memory target) vs speed
+    QRITA_CHUNK_ROWS=$rows timeout 100 python3 benchmarks/bench.py --out "$OUT/chunk_$rows" \
+      --ops masks,top_k --vocab 131072 --batch 1024 --dtypes float32 --workloads zipf \
+      --scenarios topk50,topp0.9,k50 --peers "" --warmup 5 --rep 25 --check-rows 4 \
+      --no-progress > "$OUT/bench_chunk_$rows.log" 2>&1
+    echo "chunk_rows=$rows exit $?"; tail -c 1500 "$OUT/bench_chunk_$rows.log"
+  done
+fi
+if [[ $stage == tenthfinal ]]; then  # GPU tests the int32 stage did not reach, then a short bench
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  timeout "${TESTS_S:-370}" python3 -m pytest -m gpu -p no:cacheprovider -rf --tb=short -v \
+    "$m::test_gpu_real_vocab" "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_one_launch_topk_mask" \
+    "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_more_than_2_31_elements" 2>&1 \
+    | tee "$OUT/pytest_gpu_tenthfinal.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
+  timeout "${BENCH_S:-170}" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k --vocab 131072 \
+    --dtypes float32,bfloat16 --batch 64,1024 --workloads zipf \
+    --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
+    --check-rows 4 --no-progress > "$OUT/bench_tenthfinal.log" 2>&1
+  echo "bench exit $?"; tail -c 4000 "$OUT/bench_tenthfinal.log"
 fi
 if [[ $stage == ninthrest ]]; then  # the GPU tests the ninth stage's call did not reach
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py

@@ -129,8 +129,8 @@ def snap_interval(keys, member, lo, hi):
         # the interval empty, or every key on that side inside)
         first = tl.minimum(tl.maximum(lo + 1, KEY_NAN), KEY_MAX).to(tl.int32)
         last = tl.minimum(tl.maximum(hi, KEY_NAN), KEY_MAX).to(tl.int32)
-        some = (lo < KEY_MAX) & (hi >= KEY_NAN)
-        inside = member & (keys >= first) & (keys <= last) & some
+        first = tl.where((lo < KEY_MAX) & (hi >= KEY_NAN), first, KEY_MAX)  # else: empty
+        inside = member & (keys >= first) & (keys <= last)
     else:
         inside = member & (keys > lo) & (keys <= hi)
     lo = tl.min(tl.where(inside, keys, KEY_MAX), axis=0).to(tl.int64) - 1

@@ -185,7 +185,7 @@ def wide_compact_kernel(
         # outside the int32 keys leaves nothing, or everything on that side)
         first = tl.minimum(tl.maximum(lo + 1, KEY_NAN), KEY_MAX).to(tl.int32)
         last = tl.minimum(tl.maximum(hi, KEY_NAN), KEY_MAX).to(tl.int32)
-        some = (lo < KEY_MAX) & (hi >= KEY_NAN)
+        first = tl.where((lo < KEY_MAX) & (hi >= KEY_NAN), first, KEY_MAX)  # else: empty
         after = tl.minimum(tl.maximum(hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
         x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
         for off in range(0, seg_len, BLOCK):
@@ -198,7 +198,7 @@ def wide_compact_kernel(
             x_next = tl.load(row_x + next_offs,
                              mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
             key = rank_key(x, False)
-            take = valid & (key >= first) & (key <= last) & some
+            take = valid & (key >= first) & (key <= last)
             if BAND:
                 above = valid & (key >= after)
                 w = weights_of(x, row_max, inf_mode)
