@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|fused|int32|onelaunch2|tenthfinal]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -29,6 +29,24 @@ pack_cache() {
 }
 trap pack_cache EXIT
 stage="${1:-final}"
+# gpu_tests NAME SECONDS NODEID...: the GPU tests named, verbose, into pytest_gpu_<NAME>.log
+gpu_tests() {
+  local name=$1 seconds=$2; shift 2
+  timeout "$seconds" python3 -m pytest -m gpu -p no:cacheprovider -rf --tb=short -v "$@" 2>&1 \
+    | tee "$OUT/pytest_gpu_$name.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
+}
+# profile_envs ENV...: B = 1024 fp32 zipf profiles of the main scenarios, once per environment
+# setting ("" = the defaults), each into profile_<setting>/ (A/B of a measuring knob)
+profile_envs() {
+  for env in "$@"; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    echo "== env '$env'"
+    env $env timeout "${EXTRA_S:-110}" python3 benchmarks/profile_pipeline.py \
+      --out "$OUT/profile_$name" --batch 1024 --dtypes float32 --workloads zipf \
+      --scenarios topk50,k50,topk1000,k1000,topp0.9,topk100_topp0.9 2>&1 | grep -v Warn \
+      | grep zipf | cut -c1-420
+  done
+}
 if [[ $stage == tune || $stage == host ]]; then
   timeout 120 python3 benchmarks/host_overhead.py --out "$OUT" 2>&1 | grep -v Warn | head -70
 fi
@@ -307,36 +325,17 @@ if [[ $stage == tenth ]]; then  # the per-row search's packing by k; the top-p b
       --scenarios topp0.9 2>&1 | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
   done
 fi
-if [[ $stage == fused ]]; then  # one reduction per pivot round; the small-k search (A/B)
-  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_triton_primitives.py 2>&1 \
-    | tee "$OUT/pytest_gpu_primitives.log" | tail -3
-  for env in "" QRITA_FUSED_REDUCE=0 QRITA_LAUNCH_TABLE=searchsmall=0x0; do
-    name=$(echo "${env:-default}" | tr '=' '_')
-    echo "== env '$env'"
-    env $env timeout "${EXTRA_S:-130}" python3 benchmarks/profile_pipeline.py \
-      --out "$OUT/profile_$name" --batch 1024 --dtypes float32 --workloads zipf \
-      --scenarios topk50,k50,topk1000,k1000,topp0.9,topk100_topp0.9 2>&1 | grep -v Warn \
-      | grep zipf | cut -c1-420
-  done
-fi
 if [[ $stage == int32 ]]; then  # int32 key compares in the pivot rounds and the wide compaction
+  # (the fused-reduction A/B of the tenth session's call 2 was the stage "fused" at 2422a1e)
   timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_triton_primitives.py 2>&1 \
     | tee "$OUT/pytest_gpu_primitives.log" | tail -2
-  for env in "" QRITA_SEARCH_INT32=0; do
-    name=$(echo "${env:-default}" | tr '=' '_')
-    echo "== env '$env'"
-    env $env timeout "${EXTRA_S:-110}" python3 benchmarks/profile_pipeline.py \
-      --out "$OUT/profile_$name" --batch 1024 --dtypes float32 --workloads zipf \
-      --scenarios topk50,k50,topk1000,k1000,topp0.9,topk100_topp0.9 2>&1 | grep -v Warn \
-      | grep zipf | cut -c1-420
-  done
+  profile_envs "" QRITA_SEARCH_INT32=0
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
-  timeout "${TESTS_S:-250}" python3 -m pytest -m gpu -p no:cacheprovider -rf --tb=short -v \
-    "$m::test_gpu_batches[zipf-1024]" "$m::test_gpu_top_k_retry_rows_exact" \
-    "$m::test_gpu_batches[gaussian-64]" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+  gpu_tests int32 "${TESTS_S:-250}" "$m::test_gpu_batches[zipf-1024]" \
+    "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_batches[gaussian-64]" \
+    "$t::test_gpu_top_k_batches_deterministic_invariant" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_batches[gaussian-1024]" \
-    "$m::test_gpu_cuda_graph_capture_and_replay" 2>&1 | tee "$OUT/pytest_gpu_int32.log" \
-    | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
+    "$m::test_gpu_cuda_graph_capture_and_replay"
 fi
 if [[ $stage == onelaunch2 ]]; then  # one launch up to B = 64 vs the pipeline; chunked rows
   for one in 0 1:64; do
@@ -356,10 +355,9 @@ if [[ $stage == onelaunch2 ]]; then  # one launch up to B = 64 vs the pipeline; 
 fi
 if [[ $stage == tenthfinal ]]; then  # GPU tests the int32 stage did not reach, then a short bench
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
-  timeout "${TESTS_S:-370}" python3 -m pytest -m gpu -p no:cacheprovider -rf --tb=short -v \
-    "$m::test_gpu_real_vocab" "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_one_launch_topk_mask" \
-    "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_more_than_2_31_elements" 2>&1 \
-    | tee "$OUT/pytest_gpu_tenthfinal.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
+  gpu_tests tenthfinal "${TESTS_S:-370}" "$m::test_gpu_real_vocab" "$t::test_gpu_top_k_real_vocab" \
+    "$m::test_gpu_one_launch_topk_mask" "$t::test_gpu_top_k_cuda_graph" \
+    "$m::test_gpu_more_than_2_31_elements"
   timeout "${BENCH_S:-170}" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k --vocab 131072 \
     --dtypes float32,bfloat16 --batch 64,1024 --workloads zipf \
     --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
