@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -363,6 +363,12 @@ if [[ $stage == tenthfinal ]]; then  # GPU tests the int32 stage did not reach, 
     --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
     --check-rows 4 --no-progress > "$OUT/bench_tenthfinal.log" 2>&1
   echo "bench exit $?"; tail -c 4000 "$OUT/bench_tenthfinal.log"
+fi
+if [[ $stage == tenthrest ]]; then  # the GPU tests of the masks / top_k not run at 368a9e4
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  gpu_tests tenthrest "${TESTS_S:-420}" "$m::test_gpu_real_vocab[262144-float32]" \
+    "$m::test_gpu_real_vocab[262144-bfloat16]" "$m::test_gpu_one_launch_topk_mask" \
+    "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_more_than_2_31_elements"
 fi
 if [[ $stage == ninthrest ]]; then  # the GPU tests the ninth stage's call did not reach
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
