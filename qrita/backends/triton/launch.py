@@ -132,7 +132,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_cand, warps_cand, sparse = 128, 4, 4
         block_cand_one = block_cand
         block_wide, warps_wide, sparse_wide = 128, 2, -1
-        dense_small, warps_small = 32, 2  # so CI runs the small-k search (V <= SAMPLE, k <= 4)
+        dense_small, warps_small = 32, 2  # so CI runs the small-k search (V <= 128, k <= 16)
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024

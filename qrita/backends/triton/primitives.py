@@ -121,15 +121,22 @@ def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target
 
 
 @triton.jit
+def int32_bounds(lo, hi):
+    """int32 (first, last) with first <= key <= last iff lo < key <= hi, for int64 lo >= KEY_NAN - 1
+    and any int64 hi: key > lo is key >= lo + 1, both ends clamped into int32 (an end outside it
+    leaves the interval empty, or every key on that side inside)."""
+    first = tl.minimum(tl.maximum(lo + 1, KEY_NAN), KEY_MAX).to(tl.int32)
+    last = tl.minimum(tl.maximum(hi, KEY_NAN), KEY_MAX).to(tl.int32)
+    first = tl.where((lo < KEY_MAX) & (hi >= KEY_NAN), first, KEY_MAX)  # else: empty
+    return first, last
+
+
+@triton.jit
 def snap_interval(keys, member, lo, hi):
     """(lo, hi] snapped onto the member keys: lo -> (min key > lo) - 1, hi -> max key <= hi
     (an interval holding no key becomes (KEY_MAX - 1, KEY_NAN]); lo, hi int64."""
     if SEARCH_INT32:
-        # key > lo is key >= lo + 1; both ends clamped into int32 (an end outside it leaves
-        # the interval empty, or every key on that side inside)
-        first = tl.minimum(tl.maximum(lo + 1, KEY_NAN), KEY_MAX).to(tl.int32)
-        last = tl.minimum(tl.maximum(hi, KEY_NAN), KEY_MAX).to(tl.int32)
-        first = tl.where((lo < KEY_MAX) & (hi >= KEY_NAN), first, KEY_MAX)  # else: empty
+        first, last = int32_bounds(lo, hi)
         inside = member & (keys >= first) & (keys <= last)
     else:
         inside = member & (keys > lo) & (keys <= hi)

@@ -18,6 +18,7 @@ from qrita.backends.triton.primitives import (
     KEY_MAX,
     KEY_NAN,
     compact_tile,
+    int32_bounds,
     key_to_value,
     rank_key,
     search_in_registers,
@@ -181,11 +182,8 @@ def wide_compact_kernel(
         lane_mass_band = tl.zeros([BLOCK], tl.float32)
         seg_start = seg * seg_len
         lanes = tl.arange(0, BLOCK)
-        # key in (lo, hi] and key > hi as int32 compares per entry (lo >= KEY_NAN - 1; an end
-        # outside the int32 keys leaves nothing, or everything on that side)
-        first = tl.minimum(tl.maximum(lo + 1, KEY_NAN), KEY_MAX).to(tl.int32)
-        last = tl.minimum(tl.maximum(hi, KEY_NAN), KEY_MAX).to(tl.int32)
-        first = tl.where((lo < KEY_MAX) & (hi >= KEY_NAN), first, KEY_MAX)  # else: empty
+        # key in (lo, hi] and key > hi as int32 compares per entry
+        first, last = int32_bounds(lo, hi)
         after = tl.minimum(tl.maximum(hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
         x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
         for off in range(0, seg_len, BLOCK):
