@@ -196,10 +196,17 @@ def small_k_search(cfg: PipelineConfig, vocab: int, k: int) -> bool:
     return expected <= cfg.dense_small
 
 
+def merge_in_pass_a() -> bool:
+    """Whether pass A's last program per row merges the row and searches its candidates (the
+    threshold kernel then runs only the rows it leaves pending). ``QRITA_MERGE=0``: the threshold
+    kernel does every row (a measuring knob; both give the same answer)."""
+    return os.environ.get("QRITA_MERGE", "1") != "0"
+
+
 @functools.lru_cache(maxsize=1024)
 def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
           smallest: bool, select: bool, wide: bool, retry: bool,
-          small: bool = False) -> dict[str, dict]:
+          small: bool = False, merge: bool = True) -> dict[str, dict]:
     """The constexpr / launch-option keyword arguments of each launch of one call, built once
     per (config, argument kinds): every call runs this host code, so it is kept out of it."""
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
@@ -212,15 +219,19 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         "cutoff": dict(flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
                        num_warps=cfg.warps_stream),
     }
+    plan["cutoff"]["MERGE"] = merge
     for again in (False, True):
+        first_merge = merge and not again
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=cfg.sparse, ONLY_RETRY=again,
+                                           MERGE=first_merge,
+                                           DENSE=min(dense, cfg.cap) if first_merge else 16,
                                            num_warps=warps_cand)
         plan[f"threshold_{again}"] = dict(flags, SMALLEST=smallest, SELECT=select, WIDE=wide,
                                           BLOCK=cfg.block, **seg, DENSE=min(dense, cfg.cap),
                                           BAND_SAMPLE=cfg.band_sample, SAMPLE=cfg.sample,
                                           RETRY=retry and not again, ONLY_RETRY=again,
-                                          num_warps=warps_search)
+                                          PENDING=first_merge, num_warps=warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
     for band in (True, False):
         plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
@@ -239,9 +250,9 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     Size per row: cap candidates x 8 bytes + 60 bytes per segment + 36 bytes, i.e.
     O(B x cap), never O(V) per program.
     """
-    names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
-             "part_f", "row_info")
-    widths = (1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 4,
+    names = ("cutoff", "arrivals", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before",
+             "row_f", "part_i", "part_f", "row_info")
+    widths = (1, 1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 4,
               cfg.nseg * 32 if wide else 0, cfg.nseg * 16 if wide else 0,
               0 if row_info is not None else ROW_INFO)
     # one allocation and one split (flat per-part chunks: the kernels index rows themselves);
@@ -270,21 +281,23 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     retry = k is not None and (k_array or int(k) >= cfg.retry_min_k)
     small = p is None and k is not None and not k_array and small_k_search(cfg, vocab, int(k))
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                 retry, small)
+                 retry, small, merge_in_pass_a())
     k_ptr = k if k_array else seg_i
     p_ptr = p if p_array else seg_f
     k_scalar = 0 if (k is None or k_array) else int(k)
     p_scalar = 0.0 if (p is None or p_array) else float(p)
     stride_x = x.stride(0)
     cutoff = ws["cutoff"]
+    arrivals = ws["arrivals"]
     launch(cutoff_kernel, (batch,),
-           x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, cutoff,
+           x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, cutoff, arrivals,
            **plan["cutoff"])
     # with ``retry``, top-k rows whose cutoff fell short (mode 5) run pass A and the search again
     for again in (False, True) if retry else (False,):
         launch(candidates_kernel, (batch, cfg.nseg),
                x, k_ptr, p_ptr, cutoff, vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
-               row_info, cand_val, cand_idx, seg_f, seg_i, **plan[f"candidates_{again}"])
+               row_info, cand_val, cand_idx, seg_f, seg_i, seg_before, arrivals,
+               **plan[f"candidates_{again}"])
         launch(threshold_kernel, (batch,),
                x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
                vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,

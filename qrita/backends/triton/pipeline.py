@@ -4,7 +4,12 @@
 1. ``candidates_kernel``, grid (B, S): each program streams one segment of a row (segments depend
    on V only, so results never depend on the batch), applies the σ-cutoff of its row, compacts
    its candidates into its own scratch slots and writes the segment's max, mass and counts.
-2. ``threshold_kernel``, grid (B,): merges the segments in a fixed order, runs the quaternary
+   The last of a row's programs to finish (an integer arrival counter per row) merges the
+   segments in their fixed order and, in the usual case (the candidates suffice and fit the
+   dense search), runs step 2's search and tie counting itself (``merge_row``): that work then
+   overlaps other rows' streaming instead of taking a launch of its own.
+2. ``threshold_kernel``, grid (B,) (with the merge: the rows pass A left pending only): merges
+   the segments in a fixed order, runs the quaternary
    pivot search and tie counting on the candidates (registers), and writes per row the boundary
    key, tie budget and, per segment, how many ties / kept entries come before it. A row whose
    candidates do not suffice takes the exact full-row fallback here and writes its own output.
@@ -30,6 +35,7 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     KEY_MAX,
     KEY_NAN,
     RADIX,
+    arrive_last,
     band_interval,
     compact_tile,
     count_search_radix,
@@ -75,13 +81,15 @@ def row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i, HAS_K: tl.const
 def cutoff_kernel(
     x_ptr, k_ptr, p_ptr,
     V, stride_x, k_scalar, p_scalar, max_cands,
-    cutoff_ptr,
+    cutoff_ptr, arrivals_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, SAMPLE: tl.constexpr, OVERSAMPLE: tl.constexpr,
+    MERGE: tl.constexpr,
 ):
     """Step 2's σ-cutoff of one row, computed once per row from its SAMPLE-entry sample.
 
     cutoff_ptr : (B,) int32 rank keys (KEY_NAN for rows with nothing to do)
+    arrivals_ptr : (B,) int32, set to 0 when MERGE (pass A's arrival counters)
     """
     row = tl.program_id(0)
     zero_i = row * 0
@@ -93,6 +101,8 @@ def cutoff_kernel(
         cutoff_key = sample_cutoff_key(row_x, V, k, k_on, p, max_cands, SAMPLE, OVERSAMPLE,
                                        SMALLEST)
     tl.store(cutoff_ptr + row, cutoff_key)
+    if MERGE:
+        tl.store(arrivals_ptr + row, zero_i)
 
 
 @triton.jit
@@ -112,13 +122,46 @@ def online_mass(x, valid, is_cand, lane_max, lane_mass, lane_cand_mass):
 
 
 @triton.jit
+def merge_row(k_ptr, p_ptr, cand_val_ptr, seg_f_ptr, seg_i_ptr, V, k_scalar, p_scalar, nseg,
+              row_i_ptr, seg_before_ptr, row, HAS_K: tl.constexpr, K_ARRAY: tl.constexpr,
+              HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, SMALLEST: tl.constexpr,
+              CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr):
+    """The threshold kernel's work for a row whose candidates suffice and fit DENSE lanes, run
+    by the row's last pass-A program (mode 1, as :func:`threshold_row` writes it); any other
+    row becomes mode 6, pending: the threshold kernel runs it (search, retry or fallback)."""
+    zero_i = row * 0
+    row64 = zero_i.to(tl.int64) + row
+    k, k_on, p, p_on = row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i,
+                                  HAS_K, K_ARRAY, HAS_P, P_ARRAY)
+    row_max, row_mass, cand_mass, seg_cand, n_cand, key_max, cutoff_key, inf_mode, p_on, \
+        active, hit = merge_segments(seg_f_ptr, seg_i_ptr, row64, nseg, k, k_on, p, p_on,
+                                     CAP_SEG, NSEG_P2)
+    mode = zero_i + 6
+    T = zero_i + KEY_NAN
+    budget = zero_i + V
+    rounds = zero_i
+    if hit & (n_cand <= DENSE):
+        T, budget, rounds = dense_boundary(
+            cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, n_cand, row_max, inf_mode,
+            k, k_on, p, p_on, row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2, DENSE)
+        mode = zero_i + 1
+    info = row_i_ptr + row64 * ROW_I
+    tl.store(info + 0, mode)
+    tl.store(info + 1, T)
+    tl.store(info + 2, budget)
+    tl.store(info + 3, n_cand)
+    tl.store(info + 4, rounds)
+    tl.store(info + 14, zero_i + 2)  # finished by pass A's merge (mode 1)
+
+
+@triton.jit
 def candidates_kernel(
     x_ptr, k_ptr, p_ptr, cutoff_ptr,
     V, stride_x, seg_len, k_scalar, p_scalar, row_i_ptr,
-    cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+    cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, arrivals_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
-    SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr,
+    SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr, MERGE: tl.constexpr, DENSE: tl.constexpr,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
 
@@ -128,6 +171,10 @@ def candidates_kernel(
     cand_val_ptr / cand_idx_ptr : (B, NSEG_P2, CAP_SEG) float32 / int32 (a row owns NSEG_P2 x
     CAP_SEG slots, which the fallback reuses as its scratch)
     seg_f_ptr : (B, S, 4) float32; seg_i_ptr : (B, S, 8) int32
+    MERGE: the last of a row's programs to finish (``arrivals_ptr``, (B,) int32 counters the
+    cutoff kernel zeroed) merges the row's segments and, when its candidates suffice and number
+    at most DENSE, searches them (:func:`merge_row`: row_i_ptr mode 1, seg_before_ptr (B, S, 2)
+    int32); it marks any other row pending (mode 6) for the threshold kernel
     """
     row = tl.program_id(0)
     seg = tl.program_id(1)
@@ -214,6 +261,47 @@ def candidates_kernel(
         tl.store(seg_i_ptr + slot * SEG_I + 2, n_inf_cand)
         tl.store(seg_i_ptr + slot * SEG_I + 3, key_max)
         tl.store(seg_i_ptr + slot * SEG_I + 4, cutoff_key)
+    if MERGE:  # the statistics and candidates above are written before the counter moves
+        if arrive_last(arrivals_ptr, row, nseg):
+            tl.debug_barrier()
+            merge_row(k_ptr, p_ptr, cand_val_ptr, seg_f_ptr, seg_i_ptr, V, k_scalar, p_scalar,
+                      nseg, row_i_ptr, seg_before_ptr, row, HAS_K, K_ARRAY, HAS_P, P_ARRAY,
+                      SMALLEST, CAP_SEG, NSEG_P2, DENSE)
+
+
+@triton.jit
+def merge_segments(seg_f_ptr, seg_i_ptr, row64, nseg, k, k_on, p, p_on, CAP_SEG: tl.constexpr,
+                   NSEG_P2: tl.constexpr):
+    """A row's statistics from its segments', merged in segment order (the same for any batch):
+    max, mass, candidates' mass, candidates per segment and in all, the largest key, the cutoff
+    key, whether +inf entries carry the mass, p_on on a defined mass, active, and whether the
+    candidates suffice (``hit``: enough of them, no segment's slots overflowed)."""
+    lanes = tl.arange(0, NSEG_P2)
+    seg_ok = lanes < nseg
+    seg_base = (row64 * nseg + lanes)
+    seg_max = tl.load(seg_f_ptr + seg_base * SEG_F + 0, mask=seg_ok, other=-float("inf"))
+    seg_mass = tl.load(seg_f_ptr + seg_base * SEG_F + 1, mask=seg_ok, other=0.0)
+    seg_cmass = tl.load(seg_f_ptr + seg_base * SEG_F + 2, mask=seg_ok, other=0.0)
+    seg_cand = tl.load(seg_i_ptr + seg_base * SEG_I + 0, mask=seg_ok, other=0)
+    n_inf = tl.sum(tl.load(seg_i_ptr + seg_base * SEG_I + 1, mask=seg_ok, other=0), axis=0)
+    n_inf_cand = tl.sum(tl.load(seg_i_ptr + seg_base * SEG_I + 2, mask=seg_ok, other=0), axis=0)
+    key_max = tl.max(tl.load(seg_i_ptr + seg_base * SEG_I + 3, mask=seg_ok, other=KEY_NAN), axis=0)
+    cutoff_key = tl.load(seg_i_ptr + row64 * nseg * SEG_I + 4)
+    row_max = tl.max(seg_max, axis=0)
+    seg_scale = tl.where(seg_max > -float("inf"), tl.exp(seg_max - row_max), 0.0)
+    row_mass = tl.sum(seg_mass * seg_scale, axis=0)
+    cand_mass = tl.sum(seg_cmass * seg_scale, axis=0)
+    n_cand = tl.sum(seg_cand, axis=0)
+    overflow = tl.max(seg_cand, axis=0) > CAP_SEG
+    inf_mode = n_inf > 0
+    row_mass = tl.where(inf_mode, n_inf.to(tl.float32), row_mass)
+    cand_mass = tl.where(inf_mode, n_inf_cand.to(tl.float32), cand_mass)
+    p_on = p_on & (k_on | (row_mass > 0.0))  # top-p alone on an undefined mass keeps all
+    active = k_on | p_on
+    enough = tl.where(k_on, n_cand >= k, cand_mass >= p * row_mass)
+    hit = active & enough & (not overflow)
+    return row_max, row_mass, cand_mass, seg_cand, n_cand, key_max, cutoff_key, inf_mode, p_on, \
+        active, hit
 
 
 @triton.jit
@@ -257,17 +345,43 @@ def row_boundary(ckey, cw, member, k, k_on, p, p_on, row_mass, V, zero_i):
 
 
 @triton.jit
-def dense_boundary(cand_val_ptr, row64, seg_cand, n_cand, row_max, inf_mode, k, k_on, p, p_on,
-                   row_mass, V, zero_i, SMALLEST: tl.constexpr, CAP_SEG: tl.constexpr,
-                   NSEG_P2: tl.constexpr, DENSE: tl.constexpr):
-    """:func:`row_boundary` on a row's n_cand <= DENSE candidates packed densely (segment order),
-    plus the ties and kept entries per segment."""
-    lanes = tl.arange(0, NSEG_P2)
+def dense_slots(seg_i_ptr, row64, nseg, DENSE: tl.constexpr):
+    """Segment and position of each of DENSE lanes when a row's candidates are packed densely
+    in segment (= index) order: lane j holds the candidate of the segment whose span of the
+    running count holds j (a loop over the segments' counts, no (DENSE, segments) tensor)."""
     j = tl.arange(0, DENSE)
-    past = j[:, None] >= tl.cumsum(seg_cand, axis=0)[None, :]  # segment ends at or before j
-    seg_of = tl.sum(past.to(tl.int32), axis=1)
-    pos = j - tl.sum(tl.where(past, seg_cand[None, :], 0), axis=1)
-    member = j < n_cand
+    seg_of = j * 0
+    start = j * 0
+    end = tl.load(seg_i_ptr + row64 * nseg * SEG_I) * 0
+    for s in range(0, nseg - 1):
+        end += tl.load(seg_i_ptr + (row64 * nseg + s) * SEG_I)
+        past = j >= end  # segment s ends at or before lane j
+        seg_of += past.to(tl.int32)
+        start = tl.where(past, end, start)
+    return seg_of, j - start
+
+
+@triton.jit
+def store_seg_before(seg_before_ptr, row64, nseg, seg_of, tie, kept):
+    """Per segment of a densely packed row: the copies of T and the kept entries in earlier
+    segments (``seg_before``, (B, S, 2) int32), one reduction per segment (both counts packed in
+    one int32: each is below 65536)."""
+    both = tie.to(tl.int32) + kept.to(tl.int32) * 65536
+    before = tl.sum(both * 0, axis=0)
+    for s in range(0, nseg):
+        tl.store(seg_before_ptr + (row64 * nseg + s) * 2 + 0, before & 65535)
+        tl.store(seg_before_ptr + (row64 * nseg + s) * 2 + 1, before >> 16)
+        before += tl.sum(tl.where(seg_of == s, both, 0), axis=0)
+
+
+@triton.jit
+def dense_boundary(cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, n_cand, row_max,
+                   inf_mode, k, k_on, p, p_on, row_mass, V, zero_i, SMALLEST: tl.constexpr,
+                   CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr):
+    """:func:`row_boundary` on a row's n_cand <= DENSE candidates packed densely (segment order);
+    writes the ties and kept entries before each segment."""
+    seg_of, pos = dense_slots(seg_i_ptr, row64, nseg, DENSE)
+    member = tl.arange(0, DENSE) < n_cand
     cx = tl.load(cand_val_ptr + row64 * (NSEG_P2 * CAP_SEG) + seg_of * CAP_SEG + pos,
                  mask=member, other=0.0)
     ckey = rank_key(cx, SMALLEST)
@@ -275,18 +389,16 @@ def dense_boundary(cand_val_ptr, row64, seg_cand, n_cand, row_max, inf_mode, k, 
                                      p, p_on, row_mass, V, zero_i)
     tie = member & (ckey == T)
     kept, n_ties = keep_decision(ckey, member, T, budget, zero_i)
-    in_seg = seg_of[:, None] == lanes[None, :]
-    seg_ties = tl.sum((in_seg & tie[:, None]).to(tl.int32), axis=0)
-    seg_kept = tl.sum((in_seg & kept[:, None]).to(tl.int32), axis=0)
-    return T, budget, rounds, seg_ties, seg_kept
+    store_seg_before(seg_before_ptr, row64, nseg, seg_of, tie, kept)
+    return T, budget, rounds
 
 
 @triton.jit
-def slot_boundary(cand_val_ptr, seg_i_ptr, row64, nseg, row_max, inf_mode, k, k_on, p, p_on,
+def slot_boundary(cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, row_max, inf_mode, k, k_on, p, p_on,
                   row_mass, V, zero_i, SMALLEST: tl.constexpr, CAP_SEG: tl.constexpr,
                   NSEG_P2: tl.constexpr):
-    """:func:`row_boundary` on every candidate slot of a row (NSEG_P2 x CAP_SEG), plus the ties
-    and kept entries per segment."""
+    """:func:`row_boundary` on every candidate slot of a row (NSEG_P2 x CAP_SEG); writes the ties
+    and kept entries before each segment."""
     j = tl.arange(0, NSEG_P2 * CAP_SEG)
     seg_of = j // CAP_SEG
     pos = j % CAP_SEG
@@ -300,7 +412,11 @@ def slot_boundary(cand_val_ptr, seg_i_ptr, row64, nseg, row_max, inf_mode, k, k_
     kept, n_ties = keep_decision(ckey, member, T, budget, zero_i)
     seg_ties = tl.sum(tl.reshape(tie.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
     seg_kept = tl.sum(tl.reshape(kept.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
-    return T, budget, rounds, seg_ties, seg_kept
+    lanes = tl.arange(0, NSEG_P2)
+    before = (row64 * nseg + lanes) * 2
+    tl.store(seg_before_ptr + before + 0, tl.cumsum(seg_ties, axis=0) - seg_ties, mask=lanes < nseg)
+    tl.store(seg_before_ptr + before + 1, tl.cumsum(seg_kept, axis=0) - seg_kept, mask=lanes < nseg)
+    return T, budget, rounds
 
 
 @triton.jit
@@ -312,10 +428,10 @@ def threshold_kernel(
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
     BAND_SAMPLE: tl.constexpr, SAMPLE: tl.constexpr, RETRY: tl.constexpr,
-    ONLY_RETRY: tl.constexpr,
+    ONLY_RETRY: tl.constexpr, PENDING: tl.constexpr,
 ):
     """Boundary key and tie budget of one row (steps 3-5), the retry's choice, or the full-row
-    fallback (step 7).
+    fallback (step 7). PENDING: rows pass A's merge did not finish (mode 6) only.
 
     RETRY: a top-k row whose candidates do not suffice (fewer than k, or a segment's slots
     overflowed) is not searched over the full row here: a second cutoff, placed from the sample
@@ -328,8 +444,9 @@ def threshold_kernel(
     selection output (fallback rows only, when SELECT); row_i_ptr : (B, 16) int32 mode
     (0 keep all, 1 candidates suffice, 2 fallback done, 3 top-p left to the wide stage when
     WIDE, 5 retry pending when RETRY), T, budget, candidates, rounds, then the wide stage's band
-    (5-6) and the interval pass A proved (9-12), 14: 1 when this is the retry pass, 15: a
-    retried row's first count; row_f_ptr : (B, 4); max_band : entries the band aims below;
+    (5-6) and the interval pass A proved (9-12), 14: 1 when this is the retry pass (2: mode 1
+    from pass A's merge, mode 6: pending, for this kernel when PENDING), 15: a retried row's
+    first count; row_f_ptr : (B, 4); max_band : entries the band aims below;
     seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments;
     cutoff_ptr : (B,) int32, written for retried rows.
     """
@@ -337,6 +454,8 @@ def threshold_kernel(
     go = row >= 0
     if ONLY_RETRY:
         go = tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 5
+    if PENDING:
+        go = tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 6
     if go:
         threshold_row(x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
                       V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
@@ -379,31 +498,9 @@ def threshold_row(
     row_x = x_ptr + row64 * stride_x
     k, k_on, p, p_on = row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i,
                                   HAS_K, K_ARRAY, HAS_P, P_ARRAY)
-    # ---- merge the segments (fixed order: the same for any batch)
-    lanes = tl.arange(0, NSEG_P2)
-    seg_ok = lanes < nseg
-    seg_base = (row64 * nseg + lanes)
-    seg_max = tl.load(seg_f_ptr + seg_base * SEG_F + 0, mask=seg_ok, other=-float("inf"))
-    seg_mass = tl.load(seg_f_ptr + seg_base * SEG_F + 1, mask=seg_ok, other=0.0)
-    seg_cmass = tl.load(seg_f_ptr + seg_base * SEG_F + 2, mask=seg_ok, other=0.0)
-    seg_cand = tl.load(seg_i_ptr + seg_base * SEG_I + 0, mask=seg_ok, other=0)
-    n_inf = tl.sum(tl.load(seg_i_ptr + seg_base * SEG_I + 1, mask=seg_ok, other=0), axis=0)
-    n_inf_cand = tl.sum(tl.load(seg_i_ptr + seg_base * SEG_I + 2, mask=seg_ok, other=0), axis=0)
-    key_max = tl.max(tl.load(seg_i_ptr + seg_base * SEG_I + 3, mask=seg_ok, other=KEY_NAN), axis=0)
-    cutoff_key = tl.load(seg_i_ptr + row64 * nseg * SEG_I + 4)
-    row_max = tl.max(seg_max, axis=0)
-    seg_scale = tl.where(seg_max > -float("inf"), tl.exp(seg_max - row_max), 0.0)
-    row_mass = tl.sum(seg_mass * seg_scale, axis=0)
-    cand_mass = tl.sum(seg_cmass * seg_scale, axis=0)
-    n_cand = tl.sum(seg_cand, axis=0)
-    overflow = tl.max(seg_cand, axis=0) > CAP_SEG
-    inf_mode = n_inf > 0
-    row_mass = tl.where(inf_mode, n_inf.to(tl.float32), row_mass)
-    cand_mass = tl.where(inf_mode, n_inf_cand.to(tl.float32), cand_mass)
-    p_on = p_on & (k_on | (row_mass > 0.0))  # top-p alone on an undefined mass keeps all
-    active = k_on | p_on
-    enough = tl.where(k_on, n_cand >= k, cand_mass >= p * row_mass)
-    hit = active & enough & (not overflow)
+    row_max, row_mass, cand_mass, seg_cand, n_cand, key_max, cutoff_key, inf_mode, p_on, \
+        active, hit = merge_segments(seg_f_ptr, seg_i_ptr, row64, nseg, k, k_on, p, p_on,
+                                     CAP_SEG, NSEG_P2)
     mode = tl.where(active, tl.where(hit, 1, 2), 0)
     T_k = zero_i + KEY_NAN  # top-k off: every key is above KEY_NAN - 1 ...
     budget_k = zero_i + V  # ... and every NaN copy is within budget
@@ -412,19 +509,16 @@ def threshold_row(
     rounds = zero_i
     if hit:
         # ---- candidates of all segments, in segment (= index) order, in registers: densely
-        # packed when they fit DENSE slots (the usual case), else every slot of the scratch
-        before = (row64 * nseg + lanes) * 2
+        # packed when they fit DENSE slots (the usual case), else every slot of the scratch;
+        # both write where each segment's ties and kept entries start
         if n_cand <= DENSE:
-            T, budget, rounds, seg_ties, seg_kept = dense_boundary(
-                cand_val_ptr, row64, seg_cand, n_cand, row_max, inf_mode, k, k_on, p, p_on,
-                row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2, DENSE)
+            T, budget, rounds = dense_boundary(
+                cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, n_cand, row_max, inf_mode,
+                k, k_on, p, p_on, row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2, DENSE)
         else:
-            T, budget, rounds, seg_ties, seg_kept = slot_boundary(
-                cand_val_ptr, seg_i_ptr, row64, nseg, row_max, inf_mode, k, k_on, p, p_on,
-                row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2)
-        # ---- where each segment's ties and kept entries start
-        tl.store(seg_before_ptr + before + 0, tl.cumsum(seg_ties, axis=0) - seg_ties, mask=seg_ok)
-        tl.store(seg_before_ptr + before + 1, tl.cumsum(seg_kept, axis=0) - seg_kept, mask=seg_ok)
+            T, budget, rounds = slot_boundary(
+                cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, row_max, inf_mode, k, k_on,
+                p, p_on, row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2)
     elif active:
         retry = zero_i != 0
         if RETRY:
