@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -377,4 +377,23 @@ if [[ $stage == ninthrest ]]; then  # the GPU tests the ninth stage's call did n
     "$m::test_gpu_batches[gaussian-1024]" "$m::test_gpu_batches[zipf-64]" \
     "$t::test_gpu_top_k_cuda_graph" 2>&1 | tee "$OUT/pytest_gpu_ninthrest.log" \
     | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
+fi
+if [[ $stage == eleventh ]]; then  # pass A's merge: A/B against QRITA_MERGE=0, its GPU tests
+  profile_envs "" QRITA_MERGE=0
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  gpu_tests eleventh "${TESTS_S:-300}" "$m::test_gpu_batches[zipf-1024]" \
+    "$m::test_gpu_top_k_retry_rows_exact" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$m::test_gpu_batches[gaussian-1024]" "$t::test_gpu_top_k_cuda_graph"
+fi
+if [[ $stage == eleventhrest ]]; then  # the other GPU tests of the masks / top_k, then the bench
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  gpu_tests eleventhrest "${TESTS_S:-330}" "$m::test_gpu_real_vocab" "$t::test_gpu_top_k_real_vocab" \
+    "$m::test_gpu_one_launch_topk_mask" "$m::test_gpu_more_than_2_31_elements" \
+    "$m::test_gpu_batches[gaussian-64]"
+  timeout "${BENCH_S:-200}" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k --vocab 131072 \
+    --dtypes float32,bfloat16 --batch 1,64,1024 --workloads zipf \
+    --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
+    --check-rows 4 --no-progress > "$OUT/bench_eleventh.log" 2>&1
+  echo "bench exit $?"; tail -c 5000 "$OUT/bench_eleventh.log"
 fi
