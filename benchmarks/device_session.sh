@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -396,4 +396,22 @@ if [[ $stage == eleventhrest ]]; then  # the other GPU tests of the masks / top_
     --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
     --check-rows 4 --no-progress > "$OUT/bench_eleventh.log" 2>&1
   echo "bench exit $?"; tail -c 5000 "$OUT/bench_eleventh.log"
+fi
+if [[ $stage == knobs || $stage == twelfth ]]; then  # write-pass tiles, top_k sort warps (A/B)
+  for env in "" QRITA_LAUNCH_TABLE=write=4096x8 QRITA_LAUNCH_TABLE=write=1024x4 \
+      QRITA_LAUNCH_TABLE=write=2048x8 QRITA_LAUNCH_TABLE=write=4096x4 \
+      QRITA_LAUNCH_TABLE=sortbig=0x4 QRITA_LAUNCH_TABLE=sortbig=0x16; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    echo "== env '$env'"
+    env $env timeout 60 python3 benchmarks/profile_pipeline.py --out "$OUT/knob_$name" \
+      --batch 1024 --dtypes float32 --workloads zipf --scenarios topk50,k1000 2>&1 \
+      | grep -v Warn | grep zipf | cut -c1-300
+  done
+fi
+if [[ $stage == twelfth ]]; then  # GPU tests at the loop-packed dense search
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  gpu_tests twelfth "${TESTS_S:-290}" "$m::test_gpu_batches[zipf-1024]" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+    "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_batches[gaussian-1024]"
 fi

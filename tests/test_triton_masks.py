@@ -184,31 +184,6 @@ def test_dense_and_slot_candidate_searches():
     assert min(counts) <= dense < max(counts), (dense, counts)
 
 
-def test_pass_a_merge_searches_rows_and_leaves_the_rest_pending(monkeypatch):
-    """Pass A's last program per row searches the rows whose candidates suffice and fit the
-    dense search (stats column 14 = 2); the threshold kernel runs the rows it leaves pending
-    (retries, fallbacks, the wide top-p stage); with ``QRITA_MERGE=0`` the threshold kernel
-    runs every row. Both ways every mask is the oracle's, ties and edge rows included."""
-    rng = np.random.default_rng(31)
-    V = 1023
-    x = np.concatenate([generators.gaussian_logits(2, V, 2.0, rng),
-                        generators.quantised(generators.zipf_logits(1, V, 1.1, rng), 1),
-                        generators.all_equal_rows(1, V),
-                        generators.sorted_rows(1, V, True, rng)])
-    for k, p in [(5, None), (40, 0.9), (np.array([3, 0, 7, 1, 1000]), None), (None, 0.5)]:
-        for merge in ("1", "0"):
-            monkeypatch.setenv("QRITA_MERGE", merge)
-            stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
-            run_and_check(x, "float32", k, p, stats=stats)
-            mode = stats[:, 0].cpu().numpy()
-            where = stats[:, 14].cpu().numpy()
-            if merge == "0":
-                assert not (where == 2).any(), where
-            elif p is None:
-                assert (where[mode == 1] == 2).any(), (mode, where)
-            assert not ((where == 2) & (mode != 1)).any(), (mode, where)
-
-
 def test_top_p_heavy_ties_stay_on_the_segmented_path():
     """Rows whose top-p boundary value has more copies than the scratch holds are finished by
     the segmented stage (mode 4), not the single-program fallback, and stay exact."""

@@ -56,9 +56,8 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
     out = {}
     out["cutoff"] = _compile(pipeline.cutoff_kernel, {
         "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "V": "i32", "stride_x": "i64",
-        "k_scalar": "i64", "p_scalar": "fp32", "max_cands": "fp32", "cutoff_ptr": "*i32",
-        "arrivals_ptr": "*i32"},
-        dict(kp, SMALLEST=flags["SMALLEST"], SAMPLE=sample, OVERSAMPLE=4.0, MERGE=True), target, 4)
+        "k_scalar": "i64", "p_scalar": "fp32", "max_cands": "fp32", "cutoff_ptr": "*i32"},
+        dict(kp, SMALLEST=flags["SMALLEST"], SAMPLE=sample, OVERSAMPLE=4.0), target, 4)
     # with top-k: the first pass (may choose retries) and the retry pass (mode-5 rows only)
     for again in (False, True) if flags["HAS_K"] else (False,):
         out[f"candidates_{again}"] = _compile(pipeline.candidates_kernel, {
@@ -66,10 +65,9 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "V": "i32", "stride_x": "i64", "seg_len": "i32", "k_scalar": "i64",
             "p_scalar": "fp32", "row_i_ptr": "*i32",
             "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32",
-            "seg_i_ptr": "*i32", "seg_before_ptr": "*i32", "arrivals_ptr": "*i32"},
+            "seg_i_ptr": "*i32"},
             dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2,
-                 SPARSE=8, ONLY_RETRY=again, MERGE=not again, DENSE=16 if again else 1024),
-            target, 4)
+                 SPARSE=8, ONLY_RETRY=again), target, 4)
         out[f"threshold_{again}"] = _compile(pipeline.threshold_kernel, {
             "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
             "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",
@@ -81,8 +79,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"],
                  WIDE=flags["HAS_P"] and not flags["SELECT"], BLOCK=block, CAP_SEG=cap_seg,
                  NSEG_P2=nseg_p2, DENSE=1024, BAND_SAMPLE=2 * sample, SAMPLE=sample,
-                 RETRY=flags["HAS_K"] and not again, ONLY_RETRY=again, PENDING=not again),
-            target, 8)
+                 RETRY=flags["HAS_K"] and not again, ONLY_RETRY=again), target, 8)
     one = dict(SAMPLE=sample, OVERSAMPLE=4.0, BLOCK=block, BLOCK_CAND=1024, CAP_SEG=cap_seg,
                NSEG_P2=nseg_p2, SPARSE=8, DENSE=1024)
     if flags["HAS_K"] and not flags["HAS_P"] and not flags["SELECT"]:

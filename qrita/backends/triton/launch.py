@@ -55,8 +55,10 @@ def launch(kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
 def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     """Developer knob for measuring and bisecting on a GPU: ``QRITA_LAUNCH_TABLE="cand=512x2,
     wide=256x2,search=1024x4,band=2048x0"`` replaces the (tile, warps) of the candidate pass /
-    wide compaction, the (dense candidates, warps) of the per-row search kernels, or the size of
-    the wide top-p band's sample (its second number is ignored)."""
+    wide compaction / mask write pass (``write``), the (dense candidates, warps) of the per-row
+    search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
+    ``sortbig=0xW``), or the size of the wide top-p band's sample (its second number is
+    ignored)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -103,6 +105,8 @@ class PipelineConfig:
     # (0: off)
     dense_small: int = 0
     warps_small: int = 4
+    block_write: int = 0  # tile of the mask's write pass (0: ``block``)
+    warps_write: int = 0  # its warps (0: ``warps_stream``)
 
     @property
     def cap(self) -> int:
@@ -133,6 +137,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_cand_one = block_cand
         block_wide, warps_wide, sparse_wide = 128, 2, -1
         dense_small, warps_small = 32, 2  # so CI runs the small-k search (V <= 128, k <= 16)
+        block_write, warps_write = 0, 0
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -157,6 +162,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # k50 93 -> 79 at 512 x 4 (k1000 at 512 x 4: 168 -> 205, so only for small k;
         # BENCHMARKS.md tenth section)
         dense_small, warps_small = _table_override("searchsmall", (512, 4))
+        block_write, warps_write = _table_override("write", (0, 0))
     band_table, _ = _table_override("band", (0, 0)) if not interpret else (0, 0)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -179,7 +185,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           band_sample=band_sample, block_wide=min(block_wide, block),
                           warps_wide=warps_wide, sparse_wide=sparse_wide,
                           retry_min_k=retry_min_k, dense_small=dense_small,
-                          warps_small=warps_small)
+                          warps_small=warps_small,
+                          block_write=min(block_write, block) if block_write else 0,
+                          warps_write=warps_write)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -196,17 +204,10 @@ def small_k_search(cfg: PipelineConfig, vocab: int, k: int) -> bool:
     return expected <= cfg.dense_small
 
 
-def merge_in_pass_a() -> bool:
-    """Whether pass A's last program per row merges the row and searches its candidates (the
-    threshold kernel then runs only the rows it leaves pending). ``QRITA_MERGE=0``: the threshold
-    kernel does every row (a measuring knob; both give the same answer)."""
-    return os.environ.get("QRITA_MERGE", "1") != "0"
-
-
 @functools.lru_cache(maxsize=1024)
 def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
           smallest: bool, select: bool, wide: bool, retry: bool,
-          small: bool = False, merge: bool = True) -> dict[str, dict]:
+          small: bool = False) -> dict[str, dict]:
     """The constexpr / launch-option keyword arguments of each launch of one call, built once
     per (config, argument kinds): every call runs this host code, so it is kept out of it."""
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
@@ -219,19 +220,15 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         "cutoff": dict(flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
                        num_warps=cfg.warps_stream),
     }
-    plan["cutoff"]["MERGE"] = merge
     for again in (False, True):
-        first_merge = merge and not again
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=cfg.sparse, ONLY_RETRY=again,
-                                           MERGE=first_merge,
-                                           DENSE=min(dense, cfg.cap) if first_merge else 16,
                                            num_warps=warps_cand)
         plan[f"threshold_{again}"] = dict(flags, SMALLEST=smallest, SELECT=select, WIDE=wide,
                                           BLOCK=cfg.block, **seg, DENSE=min(dense, cfg.cap),
                                           BAND_SAMPLE=cfg.band_sample, SAMPLE=cfg.sample,
                                           RETRY=retry and not again, ONLY_RETRY=again,
-                                          PENDING=first_merge, num_warps=warps_search)
+                                          num_warps=warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
     for band in (True, False):
         plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
@@ -250,9 +247,9 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     Size per row: cap candidates x 8 bytes + 60 bytes per segment + 36 bytes, i.e.
     O(B x cap), never O(V) per program.
     """
-    names = ("cutoff", "arrivals", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before",
-             "row_f", "part_i", "part_f", "row_info")
-    widths = (1, 1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 4,
+    names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
+             "part_f", "row_info")
+    widths = (1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 4,
               cfg.nseg * 32 if wide else 0, cfg.nseg * 16 if wide else 0,
               0 if row_info is not None else ROW_INFO)
     # one allocation and one split (flat per-part chunks: the kernels index rows themselves);
@@ -281,23 +278,21 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     retry = k is not None and (k_array or int(k) >= cfg.retry_min_k)
     small = p is None and k is not None and not k_array and small_k_search(cfg, vocab, int(k))
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                 retry, small, merge_in_pass_a())
+                 retry, small)
     k_ptr = k if k_array else seg_i
     p_ptr = p if p_array else seg_f
     k_scalar = 0 if (k is None or k_array) else int(k)
     p_scalar = 0.0 if (p is None or p_array) else float(p)
     stride_x = x.stride(0)
     cutoff = ws["cutoff"]
-    arrivals = ws["arrivals"]
     launch(cutoff_kernel, (batch,),
-           x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, cutoff, arrivals,
+           x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, cutoff,
            **plan["cutoff"])
     # with ``retry``, top-k rows whose cutoff fell short (mode 5) run pass A and the search again
     for again in (False, True) if retry else (False,):
         launch(candidates_kernel, (batch, cfg.nseg),
                x, k_ptr, p_ptr, cutoff, vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
-               row_info, cand_val, cand_idx, seg_f, seg_i, seg_before, arrivals,
-               **plan[f"candidates_{again}"])
+               row_info, cand_val, cand_idx, seg_f, seg_i, **plan[f"candidates_{again}"])
         launch(threshold_kernel, (batch,),
                x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
                vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,
@@ -559,8 +554,8 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     launch(write_mask_kernel, (batch, cfg.nseg),
         x, cand_val, cand_idx, seg_i, row_info, seg_before,
         vocab, x.stride(0), out.stride(0), cfg.seg_len, float(fill), out,
-        INPLACE=out.data_ptr() == x.data_ptr(), BLOCK=cfg.block, CAP_SEG=cfg.cap_seg,
-        NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream,
+        INPLACE=out.data_ptr() == x.data_ptr(), BLOCK=cfg.block_write or cfg.block,
+        CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_write or cfg.warps_stream,
     )
     return out
 
@@ -590,6 +585,16 @@ def launch_select(x: torch.Tensor, k: int, *, smallest: bool, with_key: bool = F
     return (sel_val, sel_idx, sel_key) if with_key else (sel_val, sel_idx)
 
 
+@functools.lru_cache(maxsize=64)
+def _sort_warps(k_p2: int, table: str) -> int:
+    """Warps of the per-row sort of k_p2 slots: 4 up to 256, else 8; ``QRITA_LAUNCH_TABLE``
+    ``sort=0xW`` (W warps) or ``sortbig=0xW`` (W warps above 256 only) to measure others."""
+    warps = 4 if k_p2 <= 256 else 8
+    if k_p2 > 256:
+        warps = _table_override("sortbig", (0, warps))[1]
+    return _table_override("sort", (0, warps))[1]
+
+
 def sort_selection_rows(x: torch.Tensor, sel_val: torch.Tensor, sel_idx: torch.Tensor,
                         *, smallest: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Reorder :func:`launch_select`'s rows (index order) by rank, in place, one program per row
@@ -602,5 +607,6 @@ def sort_selection_rows(x: torch.Tensor, sel_val: torch.Tensor, sel_idx: torch.T
         raise ValueError(f"k={k} exceeds the in-kernel sort's {SORT_MAX}")
     k_p2 = max(16, next_pow2(k))
     launch(sort_selection_kernel, (batch,), x, x.stride(0), k, sel_val, sel_idx,
-           SMALLEST=smallest, K_P2=k_p2, num_warps=4 if k_p2 <= 256 else 8)
+           SMALLEST=smallest, K_P2=k_p2,
+           num_warps=_sort_warps(k_p2, os.environ.get("QRITA_LAUNCH_TABLE", "")))
     return sel_val, sel_idx

@@ -28,7 +28,7 @@ from qrita.backends.triton.pipeline import (
     segment_kept,
     threshold_kernel,
 )
-from qrita.backends.triton.primitives import arrive_last, rank_key
+from qrita.backends.triton.primitives import rank_key
 
 SORT_MAX = 1024  # largest k the selection kernel sorts in registers (host-side limit)
 INT64_MIN: tl.constexpr = tl.constexpr(-(2**63))
@@ -55,6 +55,15 @@ def scratch(ws_i_ptr, ws_f_ptr, B, nseg, CAP: tl.constexpr):
 
 
 @triton.jit
+def arrive_last(arrivals_ptr, row, nseg):
+    """Count this program in on its row's counter after all its threads' writes (release); True
+    for the last of the row's nseg programs, which then sees every program's writes (acquire)."""
+    tl.debug_barrier()
+    arrived = tl.atomic_add(arrivals_ptr + row, 1, sem="acq_rel", scope="gpu")
+    return arrived == nseg - 1
+
+
+@triton.jit
 def pass_a(x_ptr, k_ptr, V, stride_x, seg_len, k_scalar, max_cands, ws_i_ptr, ws_f_ptr,
            K_ARRAY: tl.constexpr, SMALLEST: tl.constexpr, SAMPLE: tl.constexpr,
            OVERSAMPLE: tl.constexpr, BLOCK_CAND: tl.constexpr, CAP_SEG: tl.constexpr,
@@ -67,12 +76,12 @@ def pass_a(x_ptr, k_ptr, V, stride_x, seg_len, k_scalar, max_cands, ws_i_ptr, ws
         row_i_ptr, arrivals_ptr = scratch(ws_i_ptr, ws_f_ptr, tl.num_programs(0), nseg,
                                           NSEG_P2 * CAP_SEG)
     cutoff_kernel(x_ptr, k_ptr, x_ptr, V, stride_x, k_scalar, 0.0, max_cands, cutoff_ptr,
-                  arrivals_ptr, True, K_ARRAY, False, False, SMALLEST, SAMPLE, OVERSAMPLE, False)
+                  True, K_ARRAY, False, False, SMALLEST, SAMPLE, OVERSAMPLE)
     tl.debug_barrier()  # the cutoff this program stored is what it loads next
     candidates_kernel(x_ptr, k_ptr, x_ptr, cutoff_ptr, V, stride_x, seg_len, k_scalar, 0.0,
-                      row_i_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr,
-                      arrivals_ptr, True, K_ARRAY, False, False, SMALLEST, BLOCK_CAND, CAP_SEG,
-                      NSEG_P2, SPARSE, False, False, 16)
+                      row_i_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+                      True, K_ARRAY, False, False, SMALLEST, BLOCK_CAND, CAP_SEG, NSEG_P2, SPARSE,
+                      False)
     return cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, row_f_ptr, \
         row_i_ptr, arrivals_ptr
 
@@ -114,7 +123,7 @@ def one_launch_topk_mask_kernel(
                          out_ptr, x_ptr, cand_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                          seg_before_ptr,
                          True, K_ARRAY, False, False, False, False, False, BLOCK, CAP_SEG,
-                         NSEG_P2, DENSE, 16, SAMPLE, False, False, False)
+                         NSEG_P2, DENSE, 16, SAMPLE, False, False)
         tl.debug_barrier()  # the row's mode, T, budget and per-segment counts are written
         mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
         if mode == 1:  # the kept candidates over the fill, segment by segment
@@ -180,7 +189,7 @@ def select_rows(
                          x_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                          seg_before_ptr,
                          True, False, False, False, SMALLEST, True, False, BLOCK, CAP_SEG,
-                         NSEG_P2, DENSE, 16, SAMPLE, False, False, False)
+                         NSEG_P2, DENSE, 16, SAMPLE, False, False)
         tl.debug_barrier()  # the row's mode, T, budget and per-segment counts are written
         mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
         sel_val = sel_val_ptr + row64 * k

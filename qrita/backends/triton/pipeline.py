@@ -4,12 +4,7 @@
 1. ``candidates_kernel``, grid (B, S): each program streams one segment of a row (segments depend
    on V only, so results never depend on the batch), applies the σ-cutoff of its row, compacts
    its candidates into its own scratch slots and writes the segment's max, mass and counts.
-   The last of a row's programs to finish (an integer arrival counter per row) merges the
-   segments in their fixed order and, in the usual case (the candidates suffice and fit the
-   dense search), runs step 2's search and tie counting itself (``merge_row``): that work then
-   overlaps other rows' streaming instead of taking a launch of its own.
-2. ``threshold_kernel``, grid (B,) (with the merge: the rows pass A left pending only): merges
-   the segments in a fixed order, runs the quaternary
+2. ``threshold_kernel``, grid (B,): merges the segments in a fixed order, runs the quaternary
    pivot search and tie counting on the candidates (registers), and writes per row the boundary
    key, tie budget and, per segment, how many ties / kept entries come before it. A row whose
    candidates do not suffice takes the exact full-row fallback here and writes its own output.
@@ -35,7 +30,6 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     KEY_MAX,
     KEY_NAN,
     RADIX,
-    arrive_last,
     band_interval,
     compact_tile,
     count_search_radix,
@@ -81,15 +75,13 @@ def row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i, HAS_K: tl.const
 def cutoff_kernel(
     x_ptr, k_ptr, p_ptr,
     V, stride_x, k_scalar, p_scalar, max_cands,
-    cutoff_ptr, arrivals_ptr,
+    cutoff_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, SAMPLE: tl.constexpr, OVERSAMPLE: tl.constexpr,
-    MERGE: tl.constexpr,
 ):
     """Step 2's σ-cutoff of one row, computed once per row from its SAMPLE-entry sample.
 
     cutoff_ptr : (B,) int32 rank keys (KEY_NAN for rows with nothing to do)
-    arrivals_ptr : (B,) int32, set to 0 when MERGE (pass A's arrival counters)
     """
     row = tl.program_id(0)
     zero_i = row * 0
@@ -101,8 +93,6 @@ def cutoff_kernel(
         cutoff_key = sample_cutoff_key(row_x, V, k, k_on, p, max_cands, SAMPLE, OVERSAMPLE,
                                        SMALLEST)
     tl.store(cutoff_ptr + row, cutoff_key)
-    if MERGE:
-        tl.store(arrivals_ptr + row, zero_i)
 
 
 @triton.jit
@@ -122,46 +112,13 @@ def online_mass(x, valid, is_cand, lane_max, lane_mass, lane_cand_mass):
 
 
 @triton.jit
-def merge_row(k_ptr, p_ptr, cand_val_ptr, seg_f_ptr, seg_i_ptr, V, k_scalar, p_scalar, nseg,
-              row_i_ptr, seg_before_ptr, row, HAS_K: tl.constexpr, K_ARRAY: tl.constexpr,
-              HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, SMALLEST: tl.constexpr,
-              CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr):
-    """The threshold kernel's work for a row whose candidates suffice and fit DENSE lanes, run
-    by the row's last pass-A program (mode 1, as :func:`threshold_row` writes it); any other
-    row becomes mode 6, pending: the threshold kernel runs it (search, retry or fallback)."""
-    zero_i = row * 0
-    row64 = zero_i.to(tl.int64) + row
-    k, k_on, p, p_on = row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i,
-                                  HAS_K, K_ARRAY, HAS_P, P_ARRAY)
-    row_max, row_mass, cand_mass, seg_cand, n_cand, key_max, cutoff_key, inf_mode, p_on, \
-        active, hit = merge_segments(seg_f_ptr, seg_i_ptr, row64, nseg, k, k_on, p, p_on,
-                                     CAP_SEG, NSEG_P2)
-    mode = zero_i + 6
-    T = zero_i + KEY_NAN
-    budget = zero_i + V
-    rounds = zero_i
-    if hit & (n_cand <= DENSE):
-        T, budget, rounds = dense_boundary(
-            cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, n_cand, row_max, inf_mode,
-            k, k_on, p, p_on, row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2, DENSE)
-        mode = zero_i + 1
-    info = row_i_ptr + row64 * ROW_I
-    tl.store(info + 0, mode)
-    tl.store(info + 1, T)
-    tl.store(info + 2, budget)
-    tl.store(info + 3, n_cand)
-    tl.store(info + 4, rounds)
-    tl.store(info + 14, zero_i + 2)  # finished by pass A's merge (mode 1)
-
-
-@triton.jit
 def candidates_kernel(
     x_ptr, k_ptr, p_ptr, cutoff_ptr,
     V, stride_x, seg_len, k_scalar, p_scalar, row_i_ptr,
-    cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr, seg_before_ptr, arrivals_ptr,
+    cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
-    SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr, MERGE: tl.constexpr, DENSE: tl.constexpr,
+    SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
 
@@ -171,10 +128,6 @@ def candidates_kernel(
     cand_val_ptr / cand_idx_ptr : (B, NSEG_P2, CAP_SEG) float32 / int32 (a row owns NSEG_P2 x
     CAP_SEG slots, which the fallback reuses as its scratch)
     seg_f_ptr : (B, S, 4) float32; seg_i_ptr : (B, S, 8) int32
-    MERGE: the last of a row's programs to finish (``arrivals_ptr``, (B,) int32 counters the
-    cutoff kernel zeroed) merges the row's segments and, when its candidates suffice and number
-    at most DENSE, searches them (:func:`merge_row`: row_i_ptr mode 1, seg_before_ptr (B, S, 2)
-    int32); it marks any other row pending (mode 6) for the threshold kernel
     """
     row = tl.program_id(0)
     seg = tl.program_id(1)
@@ -261,12 +214,6 @@ def candidates_kernel(
         tl.store(seg_i_ptr + slot * SEG_I + 2, n_inf_cand)
         tl.store(seg_i_ptr + slot * SEG_I + 3, key_max)
         tl.store(seg_i_ptr + slot * SEG_I + 4, cutoff_key)
-    if MERGE:  # the statistics and candidates above are written before the counter moves
-        if arrive_last(arrivals_ptr, row, nseg):
-            tl.debug_barrier()
-            merge_row(k_ptr, p_ptr, cand_val_ptr, seg_f_ptr, seg_i_ptr, V, k_scalar, p_scalar,
-                      nseg, row_i_ptr, seg_before_ptr, row, HAS_K, K_ARRAY, HAS_P, P_ARRAY,
-                      SMALLEST, CAP_SEG, NSEG_P2, DENSE)
 
 
 @triton.jit
@@ -394,9 +341,9 @@ def dense_boundary(cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, n_cand,
 
 
 @triton.jit
-def slot_boundary(cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, row_max, inf_mode, k, k_on, p, p_on,
-                  row_mass, V, zero_i, SMALLEST: tl.constexpr, CAP_SEG: tl.constexpr,
-                  NSEG_P2: tl.constexpr):
+def slot_boundary(cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, row_max, inf_mode, k,
+                  k_on, p, p_on, row_mass, V, zero_i, SMALLEST: tl.constexpr,
+                  CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr):
     """:func:`row_boundary` on every candidate slot of a row (NSEG_P2 x CAP_SEG); writes the ties
     and kept entries before each segment."""
     j = tl.arange(0, NSEG_P2 * CAP_SEG)
@@ -414,8 +361,9 @@ def slot_boundary(cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, row_max,
     seg_kept = tl.sum(tl.reshape(kept.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
     lanes = tl.arange(0, NSEG_P2)
     before = (row64 * nseg + lanes) * 2
-    tl.store(seg_before_ptr + before + 0, tl.cumsum(seg_ties, axis=0) - seg_ties, mask=lanes < nseg)
-    tl.store(seg_before_ptr + before + 1, tl.cumsum(seg_kept, axis=0) - seg_kept, mask=lanes < nseg)
+    seg_ok = lanes < nseg
+    tl.store(seg_before_ptr + before + 0, tl.cumsum(seg_ties, axis=0) - seg_ties, mask=seg_ok)
+    tl.store(seg_before_ptr + before + 1, tl.cumsum(seg_kept, axis=0) - seg_kept, mask=seg_ok)
     return T, budget, rounds
 
 
@@ -428,10 +376,10 @@ def threshold_kernel(
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
     BAND_SAMPLE: tl.constexpr, SAMPLE: tl.constexpr, RETRY: tl.constexpr,
-    ONLY_RETRY: tl.constexpr, PENDING: tl.constexpr,
+    ONLY_RETRY: tl.constexpr,
 ):
     """Boundary key and tie budget of one row (steps 3-5), the retry's choice, or the full-row
-    fallback (step 7). PENDING: rows pass A's merge did not finish (mode 6) only.
+    fallback (step 7).
 
     RETRY: a top-k row whose candidates do not suffice (fewer than k, or a segment's slots
     overflowed) is not searched over the full row here: a second cutoff, placed from the sample
@@ -444,9 +392,8 @@ def threshold_kernel(
     selection output (fallback rows only, when SELECT); row_i_ptr : (B, 16) int32 mode
     (0 keep all, 1 candidates suffice, 2 fallback done, 3 top-p left to the wide stage when
     WIDE, 5 retry pending when RETRY), T, budget, candidates, rounds, then the wide stage's band
-    (5-6) and the interval pass A proved (9-12), 14: 1 when this is the retry pass (2: mode 1
-    from pass A's merge, mode 6: pending, for this kernel when PENDING), 15: a retried row's
-    first count; row_f_ptr : (B, 4); max_band : entries the band aims below;
+    (5-6) and the interval pass A proved (9-12), 14: 1 when this is the retry pass, 15: a
+    retried row's first count; row_f_ptr : (B, 4); max_band : entries the band aims below;
     seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments;
     cutoff_ptr : (B,) int32, written for retried rows.
     """
@@ -454,8 +401,6 @@ def threshold_kernel(
     go = row >= 0
     if ONLY_RETRY:
         go = tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 5
-    if PENDING:
-        go = tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 6
     if go:
         threshold_row(x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
                       V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
@@ -498,6 +443,7 @@ def threshold_row(
     row_x = x_ptr + row64 * stride_x
     k, k_on, p, p_on = row_params(k_ptr, p_ptr, row, V, k_scalar, p_scalar, zero_i,
                                   HAS_K, K_ARRAY, HAS_P, P_ARRAY)
+    # ---- merge the segments (fixed order: the same for any batch)
     row_max, row_mass, cand_mass, seg_cand, n_cand, key_max, cutoff_key, inf_mode, p_on, \
         active, hit = merge_segments(seg_f_ptr, seg_i_ptr, row64, nseg, k, k_on, p, p_on,
                                      CAP_SEG, NSEG_P2)

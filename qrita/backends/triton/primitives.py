@@ -430,13 +430,3 @@ def compact_tile(x, tile_start, is_cand, lanes, n_tile, n_cand, row_x, cand_val,
         keep_slot = is_cand & (pos < CAP_SEG)
         tl.store(cand_val + pos, x, mask=keep_slot)
         tl.store(cand_idx + pos, tile_start + lanes, mask=keep_slot)
-
-
-@triton.jit
-def arrive_last(arrivals_ptr, row, nseg):
-    """Count this program in on its row's counter after all its threads' writes (release); True
-    for the last of the row's nseg programs, which then sees every program's writes (acquire).
-    Which program arrives last varies from run to run; what it then does must not."""
-    tl.debug_barrier()
-    arrived = tl.atomic_add(arrivals_ptr + row, 1, sem="acq_rel", scope="gpu")
-    return arrived == nseg - 1
