@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -414,4 +414,21 @@ if [[ $stage == twelfth ]]; then  # GPU tests at the loop-packed dense search
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_batches_deterministic_invariant" \
     "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_cuda_graph_capture_and_replay" \
     "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_batches[gaussian-1024]"
+fi
+if [[ $stage == thirteenth ]]; then  # the per-row search's persistent grid (A/B), then GPU tests
+  for env in "" QRITA_LAUNCH_TABLE=thrprog=0x0 QRITA_LAUNCH_TABLE=thrprog=2x0 \
+      QRITA_LAUNCH_TABLE=thrprog=8x0 QRITA_LAUNCH_TABLE=sortbig=0x32; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    scen=topk50,k1000
+    [[ -z $env || $env == *0x0 ]] && scen=topk50,k50,k1000,topk1000,topp0.9,topk100_topp0.9
+    echo "== env '$env'"
+    env $env timeout 75 python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
+      --batch 1024 --dtypes float32 --workloads zipf --scenarios $scen 2>&1 \
+      | grep -v Warn | grep zipf | cut -c1-330
+  done
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  gpu_tests thirteenth "${TESTS_S:-330}" "$m::test_gpu_batches[zipf-1024]" \
+    "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_deterministic_and_batch_invariant" \
+    "$t::test_gpu_top_k_batches_deterministic_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$t::test_gpu_top_k_cuda_graph"
 fi
