@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -431,4 +431,16 @@ if [[ $stage == thirteenth ]]; then  # the per-row search's persistent grid (A/B
     "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_deterministic_and_batch_invariant" \
     "$t::test_gpu_top_k_batches_deterministic_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
     "$t::test_gpu_top_k_cuda_graph"
+fi
+if [[ $stage == eleventhfinal ]]; then  # GPU tests not run at the session's final kernels, bench
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  gpu_tests eleventhfinal "${TESTS_S:-230}" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_real_vocab[262144-float32]" \
+    "$m::test_gpu_more_than_2_31_elements" "$m::test_gpu_one_launch_topk_mask" \
+    "$m::test_gpu_real_vocab[262144-bfloat16]"
+  timeout "${BENCH_S:-190}" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k --vocab 131072 \
+    --dtypes float32,bfloat16 --batch 64,1024 --workloads zipf \
+    --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
+    --check-rows 4 --no-progress > "$OUT/bench_eleventhfinal.log" 2>&1
+  echo "bench exit $?"; tail -c 4500 "$OUT/bench_eleventhfinal.log"
 fi

@@ -105,8 +105,6 @@ class PipelineConfig:
     # (0: off)
     dense_small: int = 0
     warps_small: int = 4
-    # programs per SM of the per-row search kernel, which loops over rows (0: one per row)
-    threshold_per_sm: int = 0
     block_write: int = 0  # tile of the mask's write pass (0: ``block``)
     warps_write: int = 0  # its warps (0: ``warps_stream``)
 
@@ -140,7 +138,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_wide, warps_wide, sparse_wide = 128, 2, -1
         dense_small, warps_small = 32, 2  # so CI runs the small-k search (V <= 128, k <= 16)
         block_write, warps_write = 0, 0
-        threshold_per_sm = 1  # with _sm_count's 2 on the CPU: CI runs the row loop (B > 2)
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -166,9 +163,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # BENCHMARKS.md tenth section)
         dense_small, warps_small = _table_override("searchsmall", (512, 4))
         block_write, warps_write = _table_override("write", (0, 0))
-        # the per-row search loops over rows with 4 programs per SM (not yet measured against
-        # one program per row: device_session.sh thirteenth)
-        threshold_per_sm, _ = _table_override("thrprog", (4, 0))
     band_table, _ = _table_override("band", (0, 0)) if not interpret else (0, 0)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -193,7 +187,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           retry_min_k=retry_min_k, dense_small=dense_small,
                           warps_small=warps_small,
                           block_write=min(block_write, block) if block_write else 0,
-                          warps_write=warps_write, threshold_per_sm=threshold_per_sm)
+                          warps_write=warps_write)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -295,15 +289,14 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
            x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, cutoff,
            **plan["cutoff"])
     # with ``retry``, top-k rows whose cutoff fell short (mode 5) run pass A and the search again
-    grid_rows = (threshold_programs(batch, x.device, cfg.threshold_per_sm),)
     for again in (False, True) if retry else (False,):
         launch(candidates_kernel, (batch, cfg.nseg),
                x, k_ptr, p_ptr, cutoff, vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
                row_info, cand_val, cand_idx, seg_f, seg_i, **plan[f"candidates_{again}"])
-        launch(threshold_kernel, grid_rows,
+        launch(threshold_kernel, (batch,),
                x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
                vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,
-               float(fill), cfg.nseg, cfg.max_band, batch,
+               float(fill), cfg.nseg, cfg.max_band,
                out if out is not None else x, sel_val if sel_val is not None else x,
                sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"], seg_before,
                cutoff, **plan[f"threshold_{again}"])
@@ -329,22 +322,6 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                    row_info, row_f, part_i, part_f, cfg.nseg, **plan["narrow"])
         compact_and_search(False)
     return cand_val, cand_idx, seg_i, seg_before, row_info
-
-
-@functools.lru_cache(maxsize=64)
-def _sm_count(device: torch.device) -> int:
-    """Streaming multiprocessors of a GPU (2 for the CPU: the interpreter)."""
-    if device.type == "cpu":
-        return 2
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
-def threshold_programs(batch: int, device: torch.device, per_sm: int) -> int:
-    """Programs of the per-row search kernel, which loops over rows: ``per_sm`` per SM, at most
-    one per row (``per_sm`` 0: one per row). Only speed depends on it."""
-    if per_sm <= 0:
-        return max(batch, 1)
-    return max(1, min(batch, per_sm * _sm_count(device)))
 
 
 def chunk_rows(batch: int) -> int:

@@ -119,7 +119,7 @@ def one_launch_topk_mask_kernel(
     if arrive_last(arrivals_ptr, row, nseg):
         tl.debug_barrier()
         threshold_kernel(x_ptr, k_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-                         V, stride_x, stride_out, k_scalar, 0.0, fill, nseg, 0.0, row + 1,
+                         V, stride_x, stride_out, k_scalar, 0.0, fill, nseg, 0.0,
                          out_ptr, x_ptr, cand_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                          seg_before_ptr,
                          True, K_ARRAY, False, False, False, False, False, BLOCK, CAP_SEG,
@@ -185,7 +185,7 @@ def select_rows(
         tl.debug_barrier()
         # mode 2 rows: the full-row fallback writes the selection (index order) itself
         threshold_kernel(x_ptr, x_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-                         V, stride_x, 0, k, 0.0, 0.0, nseg, 0.0, row + 1,
+                         V, stride_x, 0, k, 0.0, 0.0, nseg, 0.0,
                          x_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                          seg_before_ptr,
                          True, False, False, False, SMALLEST, True, False, BLOCK, CAP_SEG,

@@ -4,7 +4,7 @@
 1. ``candidates_kernel``, grid (B, S): each program streams one segment of a row (segments depend
    on V only, so results never depend on the batch), applies the σ-cutoff of its row, compacts
    its candidates into its own scratch slots and writes the segment's max, mass and counts.
-2. ``threshold_kernel``, grid (G,) with G <= B, rows g, g + G, ...: merges the segments in a fixed order, runs the quaternary
+2. ``threshold_kernel``, grid (B,): merges the segments in a fixed order, runs the quaternary
    pivot search and tie counting on the candidates (registers), and writes per row the boundary
    key, tie budget and, per segment, how many ties / kept entries come before it. A row whose
    candidates do not suffice takes the exact full-row fallback here and writes its own output.
@@ -370,7 +370,7 @@ def slot_boundary(cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, row_max,
 @triton.jit
 def threshold_kernel(
     x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-    V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band, n_rows,
+    V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
     out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr, cutoff_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
@@ -396,23 +396,18 @@ def threshold_kernel(
     retried row's first count; row_f_ptr : (B, 4); max_band : entries the band aims below;
     seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments;
     cutoff_ptr : (B,) int32, written for retried rows.
-
-    Grid (G,), G <= n_rows = B: program g runs rows g, g + G, ... (a persistent grid: the
-    kernel's registers and shared memory allow few programs per SM, and a program per row paid
-    their start-up once per row). A row's result does not depend on G or on its program.
     """
-    for r in range(tl.program_id(0), n_rows, tl.num_programs(0)):
-        row = tl.program_id(0) * 0 + r  # a tensor also where the loop's counter is an int
-        go = row >= 0
-        if ONLY_RETRY:
-            go = tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 5
-        if go:
-            threshold_row(x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-                          V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
-                          out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr,
-                          seg_before_ptr, cutoff_ptr, row, HAS_K, K_ARRAY, HAS_P, P_ARRAY,
-                          SMALLEST, SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE, BAND_SAMPLE,
-                          SAMPLE, RETRY, ONLY_RETRY)
+    row = tl.program_id(0)
+    go = row >= 0
+    if ONLY_RETRY:
+        go = tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 5
+    if go:
+        threshold_row(x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
+                      V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
+                      out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
+                      cutoff_ptr, row, HAS_K, K_ARRAY, HAS_P, P_ARRAY, SMALLEST,
+                      SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE, BAND_SAMPLE, SAMPLE, RETRY,
+                      ONLY_RETRY)
 
 
 @triton.jit
