@@ -35,6 +35,15 @@ gpu_tests() {
   timeout "$seconds" python3 -m pytest -m gpu -p no:cacheprovider -rf --tb=short -v "$@" 2>&1 \
     | tee "$OUT/pytest_gpu_$name.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
 }
+# bench_zipf NAME SECONDS BATCHES: masks and top_k, zipf, V = 131072, fp32 and bf16, eager and
+# graph, into bench_<NAME>.log and the CSV
+bench_zipf() {
+  timeout "$2" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k --vocab 131072 \
+    --dtypes float32,bfloat16 --batch "$3" --workloads zipf \
+    --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
+    --check-rows 4 --no-progress > "$OUT/bench_$1.log" 2>&1
+  echo "bench exit $?"; tail -c 4500 "$OUT/bench_$1.log"
+}
 # profile_envs ENV...: B = 1024 fp32 zipf profiles of the main scenarios, once per environment
 # setting ("" = the defaults), each into profile_<setting>/ (A/B of a measuring knob)
 profile_envs() {
@@ -358,11 +367,7 @@ if [[ $stage == tenthfinal ]]; then  # GPU tests the int32 stage did not reach, 
   gpu_tests tenthfinal "${TESTS_S:-370}" "$m::test_gpu_real_vocab" "$t::test_gpu_top_k_real_vocab" \
     "$m::test_gpu_one_launch_topk_mask" "$t::test_gpu_top_k_cuda_graph" \
     "$m::test_gpu_more_than_2_31_elements"
-  timeout "${BENCH_S:-170}" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k --vocab 131072 \
-    --dtypes float32,bfloat16 --batch 64,1024 --workloads zipf \
-    --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
-    --check-rows 4 --no-progress > "$OUT/bench_tenthfinal.log" 2>&1
-  echo "bench exit $?"; tail -c 4000 "$OUT/bench_tenthfinal.log"
+  bench_zipf tenthfinal "${BENCH_S:-170}" 64,1024
 fi
 if [[ $stage == tenthrest ]]; then  # the GPU tests of the masks / top_k not run at 368a9e4
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
@@ -438,9 +443,5 @@ if [[ $stage == eleventhfinal ]]; then  # GPU tests not run at the session's fin
     "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_real_vocab[262144-float32]" \
     "$m::test_gpu_more_than_2_31_elements" "$m::test_gpu_one_launch_topk_mask" \
     "$m::test_gpu_real_vocab[262144-bfloat16]"
-  timeout "${BENCH_S:-190}" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k --vocab 131072 \
-    --dtypes float32,bfloat16 --batch 64,1024 --workloads zipf \
-    --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
-    --check-rows 4 --no-progress > "$OUT/bench_eleventhfinal.log" 2>&1
-  echo "bench exit $?"; tail -c 4500 "$OUT/bench_eleventhfinal.log"
+  bench_zipf eleventhfinal "${BENCH_S:-190}" 64,1024
 fi

@@ -30,5 +30,10 @@ def test_aot_compiles_for_nvidia_and_amd():
             select = [ln for ln in built
                       if ln.split()[1:4] == [target, dtype, "select_smallest"]]
             assert len(select) == 1, (target, dtype)
-            assert " fused_topp_band_True=" in select[0] and " fused_topp_rounds_False=" in select[0]
             assert " one_launch_select_True=" in select[0]
+            if dtype == aot.ALL_VARIANTS_DTYPE:
+                variants = [(s, lp) for lp in (False, True) for s in ("band", "rounds")]
+            else:
+                variants = aot.SAMPLER_VARIANTS_16[dtype]
+            for stage, logprob in variants:
+                assert f" fused_topp_{stage}_{logprob}=" in select[0], (target, dtype, stage)
