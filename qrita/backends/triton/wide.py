@@ -154,16 +154,22 @@ def wide_narrow_kernel(
 @triton.jit
 def wide_compact_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
-    V, stride_x, seg_len,
-    cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
+    V, stride_x, stride_out, seg_len, fill,
+    cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, out_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
-    BAND: tl.constexpr,
+    BAND: tl.constexpr, WRITE: tl.constexpr,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
     BAND (the first wide launch, the interval is a band no round has measured): also the
     segment's count and mass above the band and the band's mass, part_i[..., 20] and
     part_f[..., 0:2], for :func:`wide_search_kernel` to check the band.
+    WRITE (with BAND, out of place only): also write the segment's mask as if the band holds T:
+    each entry above the band as it is, each one below it ``fill``; the band's own entries are
+    left to :func:`wide_search_kernel`, which writes them once T is known. A row whose band
+    misses is written again in full after the rounds (mode 4), so the early writes never stand
+    for a wrong T; in place they would destroy entries the rounds still read, hence out of place.
+    out_ptr : (B, V) of x's dtype, stride ``stride_out``.
     """
     row = tl.program_id(0)
     seg = tl.program_id(1)
@@ -185,11 +191,15 @@ def wide_compact_kernel(
         # key in (lo, hi] and key > hi as int32 compares per entry
         first, last = int32_bounds(lo, hi)
         after = tl.minimum(tl.maximum(hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
+        row_o = out_ptr + row64 * stride_out
+        out_ty = out_ptr.dtype.element_ty
+        fill_tile = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
         x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + lanes
             valid = offs < V
-            x = x_next.to(tl.float32)
+            x_raw = x_next
+            x = x_raw.to(tl.float32)
             # the next tile's load is issued before this one is processed (one warp per
             # program: without it each tile waits for its own load)
             next_offs = offs + BLOCK
@@ -203,6 +213,9 @@ def wide_compact_kernel(
                 lane_above += above.to(tl.int32)
                 lane_mass_above += tl.where(above, w, 0.0)
                 lane_mass_band += tl.where(take, w, 0.0)
+                if WRITE:
+                    tl.store(row_o + offs, tl.where(above, x_raw.to(out_ty), fill_tile),
+                             mask=valid & ~take)
             n_tile = tl.sum(take.to(tl.int32), axis=0)
             if n_tile > 0:
                 compact_tile(x, seg * seg_len + off, take, tl.arange(0, BLOCK), n_tile, count,
@@ -218,10 +231,12 @@ def wide_compact_kernel(
 
 
 @triton.jit
-def _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg, lo, hi,
-                      cnt_hi, mass_hi, target, row_max, inf_mode, zero_i,
-                      CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr):
-    """Every entry of (lo, hi] is in the candidate slots: search and count ties there (mode 4)."""
+def _finish_compacted(cand_val_ptr, cand_idx_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
+                      lo, hi, cnt_hi, mass_hi, target, row_max, inf_mode, zero_i, row_o, fill,
+                      CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, WRITE: tl.constexpr):
+    """Every entry of (lo, hi] is in the candidate slots: search and count ties there (mode 4:
+    the segments write the row). WRITE: the band's compaction wrote every entry outside
+    (lo, hi]; write the entries inside here, kept as they are or ``fill`` (mode 6: written)."""
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
     segs = tl.arange(0, NSEG_P2)
     j = tl.arange(0, CAP)
@@ -243,7 +258,17 @@ def _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg
     seg_ties = tl.sum(tl.reshape(at_t.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
     tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_ties, axis=0)
              - seg_ties, mask=segs < nseg)
-    tl.store(info + 0, 4)
+    if WRITE:
+        # slots are in index order (segments in order, each in index order): a copy's rank
+        # among the row's copies of T is its rank among the slots' copies
+        tie_rank = tl.cumsum(at_t.to(tl.int32), axis=0) - 1
+        kept = member & ((ckey > T) | (at_t & (tie_rank < budget)))
+        cidx = tl.load(cand_idx_ptr + row64 * CAP + j, mask=member, other=0)
+        out_ty = row_o.dtype.element_ty
+        tl.store(row_o + cidx, tl.where(kept, cx, fill).to(out_ty), mask=member)
+        tl.store(info + 0, 6)
+    else:
+        tl.store(info + 0, 4)
     tl.store(info + 1, T)
     tl.store(info + 2, budget)
 
@@ -270,9 +295,11 @@ def wide_search_kernel(
     V, stride_x, stride_out, fill, nseg,
     out_ptr, seg_before_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, BAND: tl.constexpr,
+    WRITE: tl.constexpr,
 ):
     """Finish a wide row from its compacted interval: pivot search and tie counting (mode 4, the
-    segments write the row).
+    segments write the row; with BAND and WRITE the band's entries are written here, the rest
+    was by :func:`wide_compact_kernel`: mode 6).
 
     BAND: the interval is the band :func:`band_interval` placed; the segments' exact counts and
     masses above it say whether it holds T. If it does and its entries fit (or it is one key),
@@ -316,9 +343,10 @@ def wide_search_kernel(
             t_above = (mass_above >= target) & (cnt_above > cnt_hi)
             t_below = (mass_above + mass_band < target) & (cnt_lo > cnt_above + n_band)
             if (not t_above) & (not t_below) & fits:
-                _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
-                                  b_lo, b_hi, cnt_above, mass_above, target, row_max, inf_mode,
-                                  zero_i, CAP_SEG, NSEG_P2)
+                _finish_compacted(cand_val_ptr, cand_idx_ptr, seg_i_ptr, info, seg_before_ptr,
+                                  row64, nseg, b_lo, b_hi, cnt_above, mass_above, target,
+                                  row_max, inf_mode, zero_i, out_ptr + row64 * stride_out, fill,
+                                  CAP_SEG, NSEG_P2, WRITE)
                 tl.store(info + 13, 1)
             elif (not t_above) & (not t_below) & (b_hi - b_lo == 1):
                 _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, b_hi, n_band,
@@ -344,9 +372,10 @@ def wide_search_kernel(
             lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
             row_x = x_ptr + row64 * stride_x
             if fits:
-                _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
-                                  lo, hi, cnt_hi, mass_hi, target, row_max, inf_mode, zero_i,
-                                  CAP_SEG, NSEG_P2)
+                _finish_compacted(cand_val_ptr, cand_idx_ptr, seg_i_ptr, info, seg_before_ptr,
+                                  row64, nseg, lo, hi, cnt_hi, mass_hi, target, row_max,
+                                  inf_mode, zero_i, out_ptr + row64 * stride_out, fill,
+                                  CAP_SEG, NSEG_P2, False)
             elif hi - lo == 1:
                 _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, hi, cnt_lo - cnt_hi,
                                 mass_hi, target, row_max, inf_mode, NSEG_P2)
