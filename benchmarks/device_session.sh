@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -461,4 +461,20 @@ if [[ $stage == s12a ]]; then  # twelfth session: the band writes its rows (A/B)
     "$m::test_gpu_batches[gaussian-1024]" "$m::test_gpu_deterministic_and_batch_invariant" \
     "$m::test_gpu_cuda_graph_capture_and_replay" "$m::test_gpu_real_vocab[32000-float32]" \
     "$m::test_gpu_real_vocab[151936-float16]" "$m::test_gpu_real_vocab[262144-bfloat16]"
+fi
+if [[ $stage == s12b ]]; then  # the band's write kernel (guess + correction): A/B, tiles, GPU tests
+  for env in "" QRITA_BAND_WRITE=0 QRITA_LAUNCH_TABLE=write=4096x8 QRITA_LAUNCH_TABLE=write=1024x4; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    scen=topp0.9; wl=zipf
+    [[ -z $env ]] && scen=topp0.9,topp0.99 && wl=zipf,gaussian
+    echo "== env '$env'"
+    env $env timeout $([[ -z $env ]] && echo 90 || echo 50) python3 benchmarks/profile_pipeline.py \
+      --out "$OUT/p_$name" --batch 1024 --dtypes float32 --workloads $wl --scenarios $scen 2>&1 \
+      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
+  done
+  m=tests/test_triton_masks.py
+  gpu_tests s12b "${TESTS_S:-260}" "$m::test_gpu_batches[zipf-1024]" \
+    "$m::test_gpu_batches[gaussian-1024]" "$m::test_gpu_deterministic_and_batch_invariant" \
+    "$m::test_gpu_cuda_graph_capture_and_replay" "$m::test_gpu_real_vocab[151936-float16]" \
+    "$m::test_gpu_real_vocab[262144-bfloat16]" "$m::test_gpu_real_vocab[201088-float32]"
 fi

@@ -153,15 +153,20 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "nseg": "i32"}, dict(NSEG_P2=nseg_p2), target, 4)
+        out["wide_band_write"] = _compile(wide.wide_band_write_kernel, {
+            "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+            "stride_x": "i64", "stride_out": "i64", "seg_len": "i32", "fill": "fp32",
+            "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32",
+            "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "out_ptr": f"*{ty}"},
+            dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2), target, 4)
         for band in (True, False):
             tag = "_band" if band else ""
             out["wide_compact" + tag] = _compile(wide.wide_compact_kernel, {
                 "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-                "stride_x": "i64", "stride_out": "i64", "seg_len": "i32", "fill": "fp32",
-                "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32",
-                "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "out_ptr": f"*{ty}"},
-                dict(BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, BAND=band,
-                     WRITE=band),
+                "stride_x": "i64", "seg_len": "i32", "cand_val_ptr": "*fp32",
+                "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
+                "part_f_ptr": "*fp32"},
+                dict(BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, BAND=band),
                 target, 4)
             out["wide_search" + tag] = _compile(wide.wide_search_kernel, {
                 "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",

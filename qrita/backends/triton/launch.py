@@ -27,6 +27,7 @@ from qrita.backends.triton.pipeline import (
     write_select_kernel,
 )
 from qrita.backends.triton.wide import (
+    wide_band_write_kernel,
     wide_compact_kernel,
     wide_narrow_kernel,
     wide_round_kernel,
@@ -234,12 +235,15 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                           RETRY=retry and not again, ONLY_RETRY=again,
                                           num_warps=warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
+    for band in (True, False):
+        plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
+                                       SPARSE=sparse_wide, BAND=band,
+                                       num_warps=cfg.warps_wide or warps_cand)
     for band, write in ((True, True), (True, False), (False, False)):
-        plan[f"compact_{band}_{write}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
-                                               SPARSE=sparse_wide, BAND=band, WRITE=write,
-                                               num_warps=cfg.warps_wide or warps_cand)
         plan[f"search_{band}_{write}"] = dict(BLOCK=cfg.block, **seg, BAND=band, WRITE=write,
                                               num_warps=cfg.warps_search)
+    plan["band_write"] = dict(BLOCK=cfg.block_write or cfg.block, **seg,
+                              num_warps=cfg.warps_write or cfg.warps_stream)
     plan["round"] = dict(BLOCK=min(WIDE_BLOCK, cfg.block), num_warps=cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
     return plan
@@ -313,10 +317,15 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         write = not inplace and BAND_WRITE
 
         def compact_and_search(band: bool):
-            launch(wide_compact_kernel, grid_seg,
-                   x, row_info, row_f, vocab, stride_x, out.stride(0), cfg.seg_len, float(fill),
-                   cand_val, cand_idx, seg_i, part_i, part_f, out,
-                   **plan[f"compact_{band}_{band and write}"])
+            if band and write:
+                launch(wide_band_write_kernel, grid_seg,
+                       x, row_info, row_f, vocab, stride_x, out.stride(0), cfg.seg_len,
+                       float(fill), cand_val, cand_idx, seg_i, part_i, part_f, out,
+                       **plan["band_write"])
+            else:
+                launch(wide_compact_kernel, grid_seg,
+                       x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
+                       seg_i, part_i, part_f, **plan[f"compact_{band}"])
             launch(wide_search_kernel, (batch,),
                    x, cand_val, cand_idx, seg_i, row_info, row_f, part_i, part_f, vocab, stride_x,
                    out.stride(0), float(fill), cfg.nseg, out, seg_before,
