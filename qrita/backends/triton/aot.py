@@ -153,12 +153,6 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "nseg": "i32"}, dict(NSEG_P2=nseg_p2), target, 4)
-        out["wide_band_write"] = _compile(wide.wide_band_write_kernel, {
-            "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-            "stride_x": "i64", "stride_out": "i64", "seg_len": "i32", "fill": "fp32",
-            "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32",
-            "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "out_ptr": f"*{ty}"},
-            dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2), target, 4)
         for band in (True, False):
             tag = "_band" if band else ""
             out["wide_compact" + tag] = _compile(wide.wide_compact_kernel, {
@@ -174,8 +168,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "V": "i32", "stride_x": "i64",
                 "stride_out": "i64", "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}",
                 "seg_before_ptr": "*i32"},
-                dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, BAND=band, WRITE=band),
-                target, 8)
+                dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, BAND=band), target, 8)
     common = {"x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
               "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "seg_before_ptr": "*i32", "V": "i32",
               "stride_x": "i64", "seg_len": "i32"}

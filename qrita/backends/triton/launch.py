@@ -27,7 +27,6 @@ from qrita.backends.triton.pipeline import (
     write_select_kernel,
 )
 from qrita.backends.triton.wide import (
-    wide_band_write_kernel,
     wide_compact_kernel,
     wide_narrow_kernel,
     wide_round_kernel,
@@ -41,10 +40,6 @@ __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
 WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage for rows its band missed
 WIDE_BLOCK = 128  # tile of the wide rounds: 16 per-lane pivot counters and masses per entry
-#: measuring knob, read once at import: QRITA_BAND_WRITE=0 leaves every wide top-p row to the
-#: write pass (the form before the twelfth session) instead of the band's launches writing the
-#: rows the band holds, out of place
-BAND_WRITE = os.environ.get("QRITA_BAND_WRITE", "1") != "0"
 
 
 def launch(kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
@@ -239,11 +234,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
                                        SPARSE=sparse_wide, BAND=band,
                                        num_warps=cfg.warps_wide or warps_cand)
-    for band, write in ((True, True), (True, False), (False, False)):
-        plan[f"search_{band}_{write}"] = dict(BLOCK=cfg.block, **seg, BAND=band, WRITE=write,
-                                              num_warps=cfg.warps_search)
-    plan["band_write"] = dict(BLOCK=cfg.block_write or cfg.block, **seg,
-                              num_warps=cfg.warps_write or cfg.warps_stream)
+        plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band,
+                                      num_warps=cfg.warps_search)
     plan["round"] = dict(BLOCK=min(WIDE_BLOCK, cfg.block), num_warps=cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
     return plan
@@ -279,7 +271,6 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # (its launches would only exit: ~70 µs at B=1024)
     k_every_row = k is not None and not k_array and 0 < int(k) < vocab
     wide = p is not None and not select and not k_every_row
-    inplace = out is not None and out.data_ptr() == x.data_ptr()
     ws = _workspace(batch, cfg, x.device, row_info, wide)
     cand_val, cand_idx, seg_f, seg_i = ws["cand_val"], ws["cand_idx"], ws["seg_f"], ws["seg_i"]
     seg_before, row_info = ws["seg_before"], ws["row_info"]
@@ -313,23 +304,14 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         grid_seg = (batch, cfg.nseg)
         row_f, part_i, part_f = ws["row_f"], ws["part_i"], ws["part_f"]
 
-        # out of place, the band's launches also write the rows the band holds (mode 6)
-        write = not inplace and BAND_WRITE
-
         def compact_and_search(band: bool):
-            if band and write:
-                launch(wide_band_write_kernel, grid_seg,
-                       x, row_info, row_f, vocab, stride_x, out.stride(0), cfg.seg_len,
-                       float(fill), cand_val, cand_idx, seg_i, part_i, part_f, out,
-                       **plan["band_write"])
-            else:
-                launch(wide_compact_kernel, grid_seg,
-                       x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
-                       seg_i, part_i, part_f, **plan[f"compact_{band}"])
+            launch(wide_compact_kernel, grid_seg,
+                   x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
+                   seg_i, part_i, part_f, **plan[f"compact_{band}"])
             launch(wide_search_kernel, (batch,),
                    x, cand_val, cand_idx, seg_i, row_info, row_f, part_i, part_f, vocab, stride_x,
                    out.stride(0), float(fill), cfg.nseg, out, seg_before,
-                   **plan[f"search_{band}_{band and write}"])
+                   **plan[f"search_{band}"])
 
         compact_and_search(True)  # the band: finishes the rows it holds
         for _ in range(WIDE_ROUNDS):  # the rows it missed

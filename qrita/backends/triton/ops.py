@@ -62,8 +62,7 @@ def top_k_top_p_mask(
     fill : value of the masked entries
     stats : optional int32 tensor (B, STATS_WIDTH) receiving per row: mode (0 nothing to do,
         1 the σ-truncated candidates sufficed, 2 exact single-program fallback, 4 the segmented
-        top-p stage, 6 the same stage's band, which also wrote the row: out of place only),
-        boundary key, tie budget, candidates, pivot rounds
+        top-p stage), boundary key, tie budget, candidates, pivot rounds
 
     Returns
     -------

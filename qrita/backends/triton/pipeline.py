@@ -512,11 +512,8 @@ def threshold_row(
                 if WIDE:  # the segmented stage resolves it (wide.py): a band first, then rounds
                     mode = zero_i + 3
                     info = row_i_ptr + row64 * ROW_I
-                    b_lo, b_hi, guess = band_interval(row_x, V, lo, hi, row_max, row_mass,
-                                                      target, inf_mode, max_band, BAND_SAMPLE)
-                    # column 15 (the top-k retry's, unused by top-p rows): the band's guess of T
-                    tl.store(info + 15, tl.minimum(tl.maximum(guess, KEY_NAN), KEY_MAX)
-                             .to(tl.int32))
+                    b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target,
+                                               inf_mode, max_band, BAND_SAMPLE)
                     tl.store(info + 5, (b_lo + 1).to(tl.int32))
                     tl.store(info + 6, b_hi.to(tl.int32))
                     tl.store(info + 9, (lo + 1).to(tl.int32))

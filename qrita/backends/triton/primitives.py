@@ -253,8 +253,7 @@ def sample_offsets(V, SAMPLE: tl.constexpr):
 def band_interval(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_band,
                   SAMPLE: tl.constexpr):
     """A band (b_lo, b_hi] inside (lo, hi] that holds a top-p row's boundary key T with high
-    probability and about ``max_band`` entries at most, placed from a SAMPLE-entry sample; also
-    the sample's estimate of T itself, T̂ (int64; speed only: the band's write guesses with it).
+    probability and about ``max_band`` entries at most, placed from a SAMPLE-entry sample.
 
     The row's max and mass are exact here (pass A), so the mass *below* a key, L(q), is what the
     sample estimates: the tail is many small weights, which a sample measures well, while the
@@ -276,14 +275,12 @@ def band_interval(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_b
     need = tl.sum(w, axis=0) - (row_mass - target) / scale  # sample mass above T̂
     b_lo = lo
     b_hi = hi
-    guess = hi
     if n_finite > 0:
         t_hat, r = search_in_registers(keys, w, finite, zero_i.to(tl.int64) + KEY_NAN - 1,
                                        zero_i.to(tl.int64) + KEY_MAX, zero_i,
                                        zero_i.to(tl.float32), zero_i, need, True)
         r_hat = tl.sum((finite & (keys >= t_hat)).to(tl.int32), axis=0)
         r_hat = tl.where(need > 0.0, r_hat, n_finite)
-        guess = t_hat.to(tl.int64)
         m_max = tl.maximum(max_band * n_valid.to(tl.float32) / (2.0 * V), 1.0)
         m = tl.minimum(tl.ceil(3.0 * tl.sqrt(r_hat.to(tl.float32)) + 3.0), m_max).to(tl.int32)
         if r_hat - m >= 1:
@@ -301,9 +298,8 @@ def band_interval(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_b
     key_inf = order_key(zero_i.to(tl.float32) + float("inf")).to(tl.int64)
     b_lo = tl.where(inf_mode, tl.maximum(lo, key_inf - 1), b_lo)
     b_hi = tl.where(inf_mode, tl.minimum(hi, key_inf), b_hi)
-    guess = tl.where(inf_mode, key_inf, guess)
     empty = b_hi <= b_lo
-    return tl.where(empty, lo, b_lo), tl.where(empty, hi, b_hi), guess
+    return tl.where(empty, lo, b_lo), tl.where(empty, hi, b_hi)
 
 
 @triton.jit

@@ -218,86 +218,10 @@ def wide_compact_kernel(
 
 
 @triton.jit
-def band_guess(info, b_lo, b_hi):
-    """The band's guess of T (row_info column 15, from :func:`band_interval`) inside (b_lo, b_hi]:
-    entries above the band are kept, entries below it dropped, whatever the guess."""
-    guess = tl.load(info + 15).to(tl.int64)
-    return tl.minimum(tl.maximum(guess, b_lo + 1), b_hi).to(tl.int32)
-
-
-@triton.jit
-def wide_band_write_kernel(
-    x_ptr, row_i_ptr, row_f_ptr,
-    V, stride_x, stride_out, seg_len, fill,
-    cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, out_ptr,
-    BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
-):
-    """The band's launch over one segment, out of place: :func:`wide_compact_kernel`'s BAND work
-    (the band's entries into the segment's slots; the count and mass above the band and the
-    band's mass) and the segment's mask as the band's guess of T says: each entry kept as it is
-    iff its key >= the guess key, else ``fill``. Above the band that is the answer whenever the
-    band holds T, and below it too; :func:`wide_search_kernel` corrects the band's entries
-    (mode 6), and a row whose band misses is written again in full after the rounds (mode 4).
-    One read and one write of the segment in all, in tiles of BLOCK with a prefix sum per tile
-    for the slots. out_ptr : (B, V) of x's dtype, stride ``stride_out``.
-    """
-    row = tl.program_id(0)
-    seg = tl.program_id(1)
-    nseg = tl.num_programs(1)
-    row64 = (row * 0).to(tl.int64) + row
-    info = row_i_ptr + row64 * ROW_I
-    mode = tl.load(info)
-    if mode == 3:
-        lo, hi = _interval(row_i_ptr, row64)
-        guess = band_guess(info, lo, hi)
-        cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
-        row_x = x_ptr + row64 * stride_x
-        row_o = out_ptr + row64 * stride_out
-        out_ty = out_ptr.dtype.element_ty
-        fill_tile = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
-        count = row * 0
-        row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
-        inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
-        lane_above = tl.zeros([BLOCK], tl.int32)
-        lane_mass_above = tl.zeros([BLOCK], tl.float32)
-        lane_mass_band = tl.zeros([BLOCK], tl.float32)
-        seg_start = seg * seg_len
-        lanes = tl.arange(0, BLOCK)
-        first, last = int32_bounds(lo, hi)
-        after = tl.minimum(tl.maximum(hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
-        for off in range(0, seg_len, BLOCK):
-            offs = seg_start + off + lanes
-            valid = offs < V
-            x_raw = tl.load(row_x + offs, mask=valid, other=0.0)
-            x = x_raw.to(tl.float32)
-            key = rank_key(x, False)
-            take = valid & (key >= first) & (key <= last)
-            above = valid & (key >= after)
-            w = weights_of(x, row_max, inf_mode)
-            lane_above += above.to(tl.int32)
-            lane_mass_above += tl.where(above, w, 0.0)
-            lane_mass_band += tl.where(take, w, 0.0)
-            tl.store(row_o + offs, tl.where(key >= guess, x_raw.to(out_ty), fill_tile), mask=valid)
-            take32 = take.to(tl.int32)
-            pos = count + tl.cumsum(take32, axis=0) - 1
-            keep_slot = take & (pos < CAP_SEG)
-            tl.store(cand_val_ptr + cand + pos, x, mask=keep_slot)
-            tl.store(cand_idx_ptr + cand + pos, offs, mask=keep_slot)
-            count += tl.sum(take32, axis=0)
-        slot = row64 * nseg + seg
-        tl.store(seg_i_ptr + slot * SEG_I, count)
-        tl.store(part_i_ptr + slot * PART + BAND_ABOVE, tl.sum(lane_above, axis=0))
-        tl.store(part_f_ptr + slot * WAYS + 0, tl.sum(lane_mass_above, axis=0))
-        tl.store(part_f_ptr + slot * WAYS + 1, tl.sum(lane_mass_band, axis=0))
-
-
-@triton.jit
-def _finish_compacted(cand_val_ptr, cand_idx_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
-                      lo, hi, cnt_hi, mass_hi, target, row_max, inf_mode, zero_i, row_o, fill,
-                      CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, WRITE: tl.constexpr):
-    """Every entry of (lo, hi] is in the candidate slots: search and count ties there (mode 4:
-    the segments write the row). WRITE: :func:`wide_band_write_kernel` wrote the row; correct
-    the band's entries it guessed wrong (mode 6: written)."""
+def _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg, lo, hi,
+                      cnt_hi, mass_hi, target, row_max, inf_mode, zero_i,
+                      CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr):
+    """Every entry of (lo, hi] is in the candidate slots: search and count ties there (mode 4)."""
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
     segs = tl.arange(0, NSEG_P2)
     j = tl.arange(0, CAP)
@@ -319,21 +243,7 @@ def _finish_compacted(cand_val_ptr, cand_idx_ptr, seg_i_ptr, info, seg_before_pt
     seg_ties = tl.sum(tl.reshape(at_t.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
     tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_ties, axis=0)
              - seg_ties, mask=segs < nseg)
-    if WRITE:
-        # :func:`wide_band_write_kernel` wrote the band's entries as its guess said (kept iff
-        # key >= the guess key); rewrite those the exact decision differs on. Slots are in
-        # index order (segments in order, each in index order): a copy's rank among the row's
-        # copies of T is its rank among the slots' copies
-        tie_rank = tl.cumsum(at_t.to(tl.int32), axis=0) - 1
-        kept = member & ((ckey > T) | (at_t & (tie_rank < budget)))
-        guessed = member & (ckey >= band_guess(info, lo, hi))
-        wrong = member & (kept != guessed)
-        cidx = tl.load(cand_idx_ptr + row64 * CAP + j, mask=wrong, other=0)
-        out_ty = row_o.dtype.element_ty
-        tl.store(row_o + cidx, tl.where(kept, cx, fill).to(out_ty), mask=wrong)
-        tl.store(info + 0, 6)
-    else:
-        tl.store(info + 0, 4)
+    tl.store(info + 0, 4)
     tl.store(info + 1, T)
     tl.store(info + 2, budget)
 
@@ -360,11 +270,9 @@ def wide_search_kernel(
     V, stride_x, stride_out, fill, nseg,
     out_ptr, seg_before_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, BAND: tl.constexpr,
-    WRITE: tl.constexpr,
 ):
     """Finish a wide row from its compacted interval: pivot search and tie counting (mode 4, the
-    segments write the row; with BAND and WRITE, :func:`wide_band_write_kernel` wrote it and
-    this corrects the band's guessed entries: mode 6).
+    segments write the row).
 
     BAND: the interval is the band :func:`band_interval` placed; the segments' exact counts and
     masses above it say whether it holds T. If it does and its entries fit (or it is one key),
@@ -408,10 +316,9 @@ def wide_search_kernel(
             t_above = (mass_above >= target) & (cnt_above > cnt_hi)
             t_below = (mass_above + mass_band < target) & (cnt_lo > cnt_above + n_band)
             if (not t_above) & (not t_below) & fits:
-                _finish_compacted(cand_val_ptr, cand_idx_ptr, seg_i_ptr, info, seg_before_ptr,
-                                  row64, nseg, b_lo, b_hi, cnt_above, mass_above, target,
-                                  row_max, inf_mode, zero_i, out_ptr + row64 * stride_out, fill,
-                                  CAP_SEG, NSEG_P2, WRITE)
+                _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
+                                  b_lo, b_hi, cnt_above, mass_above, target, row_max, inf_mode,
+                                  zero_i, CAP_SEG, NSEG_P2)
                 tl.store(info + 13, 1)
             elif (not t_above) & (not t_below) & (b_hi - b_lo == 1):
                 _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, b_hi, n_band,
@@ -437,10 +344,9 @@ def wide_search_kernel(
             lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
             row_x = x_ptr + row64 * stride_x
             if fits:
-                _finish_compacted(cand_val_ptr, cand_idx_ptr, seg_i_ptr, info, seg_before_ptr,
-                                  row64, nseg, lo, hi, cnt_hi, mass_hi, target, row_max,
-                                  inf_mode, zero_i, out_ptr + row64 * stride_out, fill,
-                                  CAP_SEG, NSEG_P2, False)
+                _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
+                                  lo, hi, cnt_hi, mass_hi, target, row_max, inf_mode, zero_i,
+                                  CAP_SEG, NSEG_P2)
             elif hi - lo == 1:
                 _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, hi, cnt_lo - cnt_hi,
                                 mass_hi, target, row_max, inf_mode, NSEG_P2)
