@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -477,4 +477,13 @@ if [[ $stage == s12b ]]; then  # the band's write kernel (guess + correction): A
     "$m::test_gpu_batches[gaussian-1024]" "$m::test_gpu_deterministic_and_batch_invariant" \
     "$m::test_gpu_cuda_graph_capture_and_replay" "$m::test_gpu_real_vocab[151936-float16]" \
     "$m::test_gpu_real_vocab[262144-bfloat16]" "$m::test_gpu_real_vocab[201088-float32]"
+fi
+if [[ $stage == s12c ]]; then  # the per-row search in two launches (A/B), then GPU tests
+  EXTRA_S=120 profile_envs "" QRITA_THRESHOLD_SPLIT=0
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  gpu_tests s12c "${TESTS_S:-300}" "$m::test_gpu_batches[zipf-1024]" \
+    "$m::test_gpu_top_k_retry_rows_exact" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_batches[gaussian-64]" \
+    "$t::test_gpu_top_k_real_vocab[262144-float32]"
 fi

@@ -81,18 +81,20 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "seg_i_ptr": "*i32"},
             dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2,
                  SPARSE=8, ONLY_RETRY=again), target, 4)
-        out[f"threshold_{again}"] = _compile(pipeline.threshold_kernel, {
-            "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
-            "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",
-            "stride_x": "i64", "stride_out": "i64", "k_scalar": "i64", "p_scalar": "fp32",
-            "fill": "fp32", "nseg": "i32", "max_band": "fp32", "out_ptr": f"*{ty}",
-            "sel_val_ptr": f"*{ty}",
-            "sel_idx_ptr": "*i64", "row_i_ptr": "*i32", "row_f_ptr": "*fp32",
-            "seg_before_ptr": "*i32", "cutoff_ptr": "*i32"},
-            dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"],
-                 WIDE=flags["HAS_P"] and not flags["SELECT"], BLOCK=block, CAP_SEG=cap_seg,
-                 NSEG_P2=nseg_p2, DENSE=1024, BAND_SAMPLE=2 * sample, SAMPLE=sample,
-                 RETRY=flags["HAS_K"] and not again, ONLY_RETRY=again), target, 8)
+        for stage in (1, 2):
+            out[f"threshold_{again}_{stage}"] = _compile(pipeline.threshold_kernel, {
+                "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
+                "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",
+                "stride_x": "i64", "stride_out": "i64", "k_scalar": "i64", "p_scalar": "fp32",
+                "fill": "fp32", "nseg": "i32", "max_band": "fp32", "out_ptr": f"*{ty}",
+                "sel_val_ptr": f"*{ty}",
+                "sel_idx_ptr": "*i64", "row_i_ptr": "*i32", "row_f_ptr": "*fp32",
+                "seg_before_ptr": "*i32", "cutoff_ptr": "*i32"},
+                dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"],
+                     WIDE=flags["HAS_P"] and not flags["SELECT"], BLOCK=block, CAP_SEG=cap_seg,
+                     NSEG_P2=nseg_p2, DENSE=1024, BAND_SAMPLE=2 * sample, SAMPLE=sample,
+                     RETRY=flags["HAS_K"] and not again, ONLY_RETRY=again, STAGE=stage),
+                target, 8)
     one = dict(SAMPLE=sample, OVERSAMPLE=4.0, BLOCK=block, BLOCK_CAND=1024, CAP_SEG=cap_seg,
                NSEG_P2=nseg_p2, SPARSE=8, DENSE=1024)
     if flags["HAS_K"] and not flags["HAS_P"] and not flags["SELECT"]:

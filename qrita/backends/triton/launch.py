@@ -40,6 +40,10 @@ __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
 WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage for rows its band missed
 WIDE_BLOCK = 128  # tile of the wide rounds: 16 per-lane pivot counters and masses per entry
+#: the per-row search in two launches (``threshold_kernel`` STAGE 1: the dense search only, few
+#: registers; STAGE 2: the pending rows' other paths); measuring knob, read once at import:
+#: QRITA_THRESHOLD_SPLIT=0 runs it as one launch (STAGE 0, the form before the twelfth session)
+THRESHOLD_STAGES = (1, 2) if os.environ.get("QRITA_THRESHOLD_SPLIT", "1") != "0" else (0,)
 
 
 def launch(kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
@@ -224,11 +228,14 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=cfg.sparse, ONLY_RETRY=again,
                                            num_warps=warps_cand)
-        plan[f"threshold_{again}"] = dict(flags, SMALLEST=smallest, SELECT=select, WIDE=wide,
-                                          BLOCK=cfg.block, **seg, DENSE=min(dense, cfg.cap),
-                                          BAND_SAMPLE=cfg.band_sample, SAMPLE=cfg.sample,
-                                          RETRY=retry and not again, ONLY_RETRY=again,
-                                          num_warps=warps_search)
+        for stage in THRESHOLD_STAGES:
+            # the second stage holds every slot in registers (and the fallback): warps_search
+            # warps whatever the dense packing's
+            plan[f"threshold_{again}_{stage}"] = dict(
+                flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block, **seg,
+                DENSE=min(dense, cfg.cap), BAND_SAMPLE=cfg.band_sample, SAMPLE=cfg.sample,
+                RETRY=retry and not again, ONLY_RETRY=again, STAGE=stage,
+                num_warps=cfg.warps_search if stage == 2 else warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
     for band in (True, False):
         plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
@@ -293,13 +300,14 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         launch(candidates_kernel, (batch, cfg.nseg),
                x, k_ptr, p_ptr, cutoff, vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
                row_info, cand_val, cand_idx, seg_f, seg_i, **plan[f"candidates_{again}"])
-        launch(threshold_kernel, (batch,),
-               x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
-               vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,
-               float(fill), cfg.nseg, cfg.max_band,
-               out if out is not None else x, sel_val if sel_val is not None else x,
-               sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"], seg_before,
-               cutoff, **plan[f"threshold_{again}"])
+        for stage in THRESHOLD_STAGES:
+            launch(threshold_kernel, (batch,),
+                   x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
+                   vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,
+                   float(fill), cfg.nseg, cfg.max_band,
+                   out if out is not None else x, sel_val if sel_val is not None else x,
+                   sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"],
+                   seg_before, cutoff, **plan[f"threshold_{again}_{stage}"])
     if wide:
         grid_seg = (batch, cfg.nseg)
         row_f, part_i, part_f = ws["row_f"], ws["part_i"], ws["part_f"]

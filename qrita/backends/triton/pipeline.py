@@ -376,10 +376,17 @@ def threshold_kernel(
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
     BAND_SAMPLE: tl.constexpr, SAMPLE: tl.constexpr, RETRY: tl.constexpr,
-    ONLY_RETRY: tl.constexpr,
+    ONLY_RETRY: tl.constexpr, STAGE: tl.constexpr,
 ):
     """Boundary key and tie budget of one row (steps 3-5), the retry's choice, or the full-row
     fallback (step 7).
+
+    STAGE 0: all of it. STAGE 1 (the first of two launches): only rows whose candidates fit the
+    DENSE lanes are searched; every other active row is left pending (mode 7). STAGE 2: only
+    pending rows run, the rest of the work (every slot in registers, the retry's cutoff, the
+    fallback, the wide band's placement). The split keeps the common search's registers low:
+    one kernel holding every path takes 255 registers per thread and spills (sm90), which leaves
+    2 programs of 4 warps per SM; the dense path alone takes 72.
 
     RETRY: a top-k row whose candidates do not suffice (fewer than k, or a segment's slots
     overflowed) is not searched over the full row here: a second cutoff, placed from the sample
@@ -401,13 +408,15 @@ def threshold_kernel(
     go = row >= 0
     if ONLY_RETRY:
         go = tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 5
+    if STAGE == 2:
+        go = tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 7
     if go:
         threshold_row(x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
                       V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
                       out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                       cutoff_ptr, row, HAS_K, K_ARRAY, HAS_P, P_ARRAY, SMALLEST,
                       SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE, BAND_SAMPLE, SAMPLE, RETRY,
-                      ONLY_RETRY)
+                      ONLY_RETRY, STAGE)
 
 
 @triton.jit
@@ -433,9 +442,10 @@ def threshold_row(
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
     BAND_SAMPLE: tl.constexpr, SAMPLE: tl.constexpr, RETRY: tl.constexpr,
-    RETRIED: tl.constexpr,
+    RETRIED: tl.constexpr, STAGE: tl.constexpr,
 ):
-    """:func:`threshold_kernel`'s work for one row (RETRIED: the row's second pass A)."""
+    """:func:`threshold_kernel`'s work for one row (RETRIED: the row's second pass A; STAGE:
+    as there)."""
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
     zero_i = row * 0
     zero_f = zero_i.to(tl.float32)
@@ -458,89 +468,98 @@ def threshold_row(
         # packed when they fit DENSE slots (the usual case), else every slot of the scratch;
         # both write where each segment's ties and kept entries start
         if n_cand <= DENSE:
-            T, budget, rounds = dense_boundary(
-                cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, n_cand, row_max, inf_mode,
-                k, k_on, p, p_on, row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2, DENSE)
+            if STAGE != 2:
+                T, budget, rounds = dense_boundary(
+                    cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, n_cand, row_max,
+                    inf_mode, k, k_on, p, p_on, row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2,
+                    DENSE)
         else:
-            T, budget, rounds = slot_boundary(
-                cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, row_max, inf_mode, k, k_on,
-                p, p_on, row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2)
+            if STAGE == 1:
+                mode = zero_i + 7
+            else:
+                T, budget, rounds = slot_boundary(
+                    cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, row_max, inf_mode, k,
+                    k_on, p, p_on, row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2)
     elif active:
-        retry = zero_i != 0
-        if RETRY:
-            if k_on:
-                retry, retry_key = retry_cutoff_key(row_x, V, k, n_cand, tl.max(seg_cand, axis=0),
-                                                    cutoff_key, CAP_SEG, SAMPLE, SMALLEST)
-                if retry:
-                    tl.store(cutoff_ptr + row64, retry_key)
-                    tl.store(row_i_ptr + row64 * ROW_I + 15, n_cand)  # the first pass's count
-                    mode = zero_i + 5
-        if not retry:
-            # ---- exact fallback over the full row (scratch: this row's own candidate slots)
-            scratch_val = cand_val_ptr + row64 * CAP
-            scratch_idx = cand_idx_ptr + row64 * CAP
-            cutoff_lo = cutoff_key.to(tl.int64) - 1
-            if k_on:
-                lo, hi, cnt_lo, cnt_hi, mass_hi = proved_interval(
-                    n_cand >= k, cutoff_lo, key_max, n_cand, cand_mass, V)
-                T_k, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
-                    row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, k, zero_f, row_max, inf_mode,
-                    scratch_val, scratch_idx, BLOCK, CAP, False, HAS_P, SMALLEST)
-                rounds += r
-                budget_k = k - cnt_gt
-                T = T_k
-                budget = budget_k
-                if p_on:
-                    w_tk = weights_of(key_to_value(T_k), row_max, inf_mode)
-                    surv_mass = mass_gt + budget_k * w_tk
-                    if surv_mass > 0.0:
-                        target = p * surv_mass
+        if STAGE == 1:  # the retry's cutoff, the fallback, the band: the second launch
+            mode = zero_i + 7
+        else:
+            retry = zero_i != 0
+            if RETRY:
+                if k_on:
+                    retry, retry_key = retry_cutoff_key(row_x, V, k, n_cand,
+                                                        tl.max(seg_cand, axis=0), cutoff_key,
+                                                        CAP_SEG, SAMPLE, SMALLEST)
+                    if retry:
+                        tl.store(cutoff_ptr + row64, retry_key)
+                        tl.store(row_i_ptr + row64 * ROW_I + 15, n_cand)  # the first pass's count
+                        mode = zero_i + 5
+            if not retry:
+                # ---- exact fallback over the full row (scratch: this row's own candidate slots)
+                scratch_val = cand_val_ptr + row64 * CAP
+                scratch_idx = cand_idx_ptr + row64 * CAP
+                cutoff_lo = cutoff_key.to(tl.int64) - 1
+                if k_on:
+                    lo, hi, cnt_lo, cnt_hi, mass_hi = proved_interval(
+                        n_cand >= k, cutoff_lo, key_max, n_cand, cand_mass, V)
+                    T_k, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
+                        row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, k, zero_f, row_max, inf_mode,
+                        scratch_val, scratch_idx, BLOCK, CAP, False, HAS_P, SMALLEST)
+                    rounds += r
+                    budget_k = k - cnt_gt
+                    T = T_k
+                    budget = budget_k
+                    if p_on:
+                        w_tk = weights_of(key_to_value(T_k), row_max, inf_mode)
+                        surv_mass = mass_gt + budget_k * w_tk
+                        if surv_mass > 0.0:
+                            target = p * surv_mass
+                            T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
+                                row_x, V, T_k.to(tl.int64) - 1, key_max.to(tl.int64), cnt_ge,
+                                zero_i, zero_f, zero_i, target, row_max, inf_mode, scratch_val,
+                                scratch_idx, BLOCK, CAP, True, True, SMALLEST)
+                            rounds += r
+                            copies = cnt_ge_p - cnt_gt_p
+                            copies = tl.where(T_p == T_k, tl.minimum(copies, budget_k), copies)
+                            w_t = weights_of(key_to_value(T_p), row_max, inf_mode)
+                            T = T_p
+                            budget = top_p_budget(target, mass_gt_p, w_t, copies)
+                else:
+                    target = p * row_mass
+                    lo, hi, cnt_lo, cnt_hi, mass_hi = proved_interval(
+                        cand_mass >= target, cutoff_lo, key_max, n_cand, cand_mass, V)
+                    if WIDE:  # the segmented stage resolves it (wide.py): a band first, then rounds
+                        mode = zero_i + 3
+                        info = row_i_ptr + row64 * ROW_I
+                        b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target,
+                                                   inf_mode, max_band, BAND_SAMPLE)
+                        tl.store(info + 5, (b_lo + 1).to(tl.int32))
+                        tl.store(info + 6, b_hi.to(tl.int32))
+                        tl.store(info + 9, (lo + 1).to(tl.int32))
+                        tl.store(info + 10, hi.to(tl.int32))
+                        tl.store(info + 11, cnt_lo)
+                        tl.store(info + 12, cnt_hi)
+                        tl.store(info + 13, 0)
+                        tl.store(row_f_ptr + row64 * ROW_F + 0, row_max)
+                        tl.store(row_f_ptr + row64 * ROW_F + 1, target)
+                        tl.store(row_f_ptr + row64 * ROW_F + 2, inf_mode.to(tl.float32))
+                        tl.store(row_f_ptr + row64 * ROW_F + 3, mass_hi)
+                    else:
                         T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
-                            row_x, V, T_k.to(tl.int64) - 1, key_max.to(tl.int64), cnt_ge,
-                            zero_i, zero_f, zero_i, target, row_max, inf_mode, scratch_val,
-                            scratch_idx, BLOCK, CAP, True, True, SMALLEST)
+                            row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max,
+                            inf_mode, scratch_val, scratch_idx, BLOCK, CAP, True, True, SMALLEST)
                         rounds += r
-                        copies = cnt_ge_p - cnt_gt_p
-                        copies = tl.where(T_p == T_k, tl.minimum(copies, budget_k), copies)
                         w_t = weights_of(key_to_value(T_p), row_max, inf_mode)
                         T = T_p
-                        budget = top_p_budget(target, mass_gt_p, w_t, copies)
-            else:
-                target = p * row_mass
-                lo, hi, cnt_lo, cnt_hi, mass_hi = proved_interval(
-                    cand_mass >= target, cutoff_lo, key_max, n_cand, cand_mass, V)
-                if WIDE:  # the segmented stage resolves it (wide.py): a band first, then rounds
-                    mode = zero_i + 3
-                    info = row_i_ptr + row64 * ROW_I
-                    b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target,
-                                               inf_mode, max_band, BAND_SAMPLE)
-                    tl.store(info + 5, (b_lo + 1).to(tl.int32))
-                    tl.store(info + 6, b_hi.to(tl.int32))
-                    tl.store(info + 9, (lo + 1).to(tl.int32))
-                    tl.store(info + 10, hi.to(tl.int32))
-                    tl.store(info + 11, cnt_lo)
-                    tl.store(info + 12, cnt_hi)
-                    tl.store(info + 13, 0)
-                    tl.store(row_f_ptr + row64 * ROW_F + 0, row_max)
-                    tl.store(row_f_ptr + row64 * ROW_F + 1, target)
-                    tl.store(row_f_ptr + row64 * ROW_F + 2, inf_mode.to(tl.float32))
-                    tl.store(row_f_ptr + row64 * ROW_F + 3, mass_hi)
-                else:
-                    T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
-                        row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max,
-                        inf_mode, scratch_val, scratch_idx, BLOCK, CAP, True, True, SMALLEST)
-                    rounds += r
-                    w_t = weights_of(key_to_value(T_p), row_max, inf_mode)
-                    T = T_p
-                    budget = top_p_budget(target, mass_gt_p, w_t, cnt_ge_p - cnt_gt_p)
-            if mode == 2:
-                if SELECT:
-                    write_row_select(row_x, sel_val_ptr + row64 * k_scalar,
-                                     sel_idx_ptr + row64 * k_scalar, V, T, budget, BLOCK,
-                                     SMALLEST)
-                else:
-                    write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill,
-                                     BLOCK, SMALLEST)
+                        budget = top_p_budget(target, mass_gt_p, w_t, cnt_ge_p - cnt_gt_p)
+                if mode == 2:
+                    if SELECT:
+                        write_row_select(row_x, sel_val_ptr + row64 * k_scalar,
+                                         sel_idx_ptr + row64 * k_scalar, V, T, budget, BLOCK,
+                                         SMALLEST)
+                    else:
+                        write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill,
+                                         BLOCK, SMALLEST)
     info = row_i_ptr + row64 * ROW_I
     tl.store(info + 0, mode)
     tl.store(info + 1, T)
