@@ -81,7 +81,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "seg_i_ptr": "*i32"},
             dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2,
                  SPARSE=8, ONLY_RETRY=again), target, 4)
-        for stage in (1, 2):
+        for stage in (1, 2) if flags["HAS_K"] and flags["HAS_P"] else (0,):
             out[f"threshold_{again}_{stage}"] = _compile(pipeline.threshold_kernel, {
                 "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
                 "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",

@@ -40,10 +40,20 @@ __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
 WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage for rows its band missed
 WIDE_BLOCK = 128  # tile of the wide rounds: 16 per-lane pivot counters and masses per entry
-#: the per-row search in two launches (``threshold_kernel`` STAGE 1: the dense search only, few
-#: registers; STAGE 2: the pending rows' other paths); measuring knob, read once at import:
-#: QRITA_THRESHOLD_SPLIT=0 runs it as one launch (STAGE 0, the form before the twelfth session)
-THRESHOLD_STAGES = (1, 2) if os.environ.get("QRITA_THRESHOLD_SPLIT", "1") != "0" else (0,)
+#: top-k + top-p: the per-row search in two launches (``threshold_kernel`` STAGE 1: the dense
+#: search only, 112 registers; STAGE 2: the pending rows' other paths), one launch otherwise
+#: (STAGE 0). H200, B = 1024, fp32 zipf: topk100_topp0.9's search 120.0 -> 97.1 us; top-k alone
+#: gains nothing from it (topk50 51.6 -> 54.2, k1000 133.7 -> 141.9: the second launch's
+#: programs only exit) (BENCHMARKS.md twelfth section). Measuring knob, read once at import:
+#: QRITA_THRESHOLD_SPLIT=0 runs top-k + top-p in one launch too, =all splits every call
+_SPLIT = os.environ.get("QRITA_THRESHOLD_SPLIT", "1")
+
+
+def threshold_stages(has_k: bool, has_p: bool) -> tuple[int, ...]:
+    """The STAGE of each launch of ``threshold_kernel`` for a call's kind."""
+    if _SPLIT == "all" or (_SPLIT != "0" and has_k and has_p):
+        return (1, 2)
+    return (0,)
 
 
 def launch(kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
@@ -228,7 +238,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=cfg.sparse, ONLY_RETRY=again,
                                            num_warps=warps_cand)
-        for stage in THRESHOLD_STAGES:
+        for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search
             # warps whatever the dense packing's
             plan[f"threshold_{again}_{stage}"] = dict(
@@ -300,7 +310,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         launch(candidates_kernel, (batch, cfg.nseg),
                x, k_ptr, p_ptr, cutoff, vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
                row_info, cand_val, cand_idx, seg_f, seg_i, **plan[f"candidates_{again}"])
-        for stage in THRESHOLD_STAGES:
+        for stage in threshold_stages(k is not None, p is not None):
             launch(threshold_kernel, (batch,),
                    x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
                    vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,

@@ -123,7 +123,7 @@ def one_launch_topk_mask_kernel(
                          out_ptr, x_ptr, cand_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                          seg_before_ptr,
                          True, K_ARRAY, False, False, False, False, False, BLOCK, CAP_SEG,
-                         NSEG_P2, DENSE, 16, SAMPLE, False, False)
+                         NSEG_P2, DENSE, 16, SAMPLE, False, False, 0)
         tl.debug_barrier()  # the row's mode, T, budget and per-segment counts are written
         mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
         if mode == 1:  # the kept candidates over the fill, segment by segment
@@ -189,7 +189,7 @@ def select_rows(
                          x_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                          seg_before_ptr,
                          True, False, False, False, SMALLEST, True, False, BLOCK, CAP_SEG,
-                         NSEG_P2, DENSE, 16, SAMPLE, False, False)
+                         NSEG_P2, DENSE, 16, SAMPLE, False, False, 0)
         tl.debug_barrier()  # the row's mode, T, budget and per-segment counts are written
         mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
         sel_val = sel_val_ptr + row64 * k
