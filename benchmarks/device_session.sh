@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -486,4 +486,33 @@ if [[ $stage == s12c ]]; then  # the per-row search in two launches (A/B), then 
     "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
     "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_batches[gaussian-64]" \
     "$t::test_gpu_top_k_real_vocab[262144-float32]"
+fi
+if [[ $stage == s12d ]]; then  # the σ-cutoff's small ranks (A/B), GPU tests, the bench
+  for env in "" QRITA_CUTOFF_SMALL=0; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    scen=topk50,k50,topk100_topp0.9
+    [[ -z $env ]] && scen=topk50,k50,topk1000,k1000,topp0.9,topk100_topp0.9
+    echo "== env '$env'"
+    env $env timeout 100 python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
+      --batch 1024 --dtypes float32 --workloads zipf --scenarios $scen 2>&1 \
+      | grep -v Warn | grep zipf | cut -c1-330
+  done
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  gpu_tests s12d "${TESTS_S:-230}" "$m::test_gpu_one_launch_topk_mask" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+    "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_batches[zipf-1024]" \
+    "$m::test_gpu_real_vocab[262144-bfloat16]" "$t::test_gpu_top_k_real_vocab[128256-bfloat16]"
+  bench_zipf s12d "${BENCH_S:-170}" 64,1024
+fi
+if [[ $stage == s12e ]]; then  # the session's last call: fp32 B = 1024 bench, then GPU tests
+  timeout "${BENCH_S:-90}" python3 benchmarks/bench.py --out "$OUT" --ops masks,top_k --vocab 131072 \
+    --dtypes float32 --batch 1024 --workloads zipf \
+    --scenarios topk50,topk1000,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
+    --check-rows 4 --no-progress > "$OUT/bench_s12e.log" 2>&1
+  echo "bench exit $?"; tail -c 1500 "$OUT/bench_s12e.log"
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  gpu_tests s12e "${TESTS_S:-170}" "$m::test_gpu_batches[zipf-1024]" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+    "$m::test_gpu_top_k_retry_rows_exact" "$t::test_gpu_top_k_cuda_graph"
 fi

@@ -17,6 +17,11 @@ RADIX = tl.constexpr(os.environ.get("QRITA_RADIX", "0") == "1")
 #: bounds in int64 (the form before the tenth session) instead of int32
 SEARCH_INT32 = tl.constexpr(os.environ.get("QRITA_SEARCH_INT32", "1") != "0")
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
+#: the σ-cutoff's order statistic up to this rank by repeated max-reductions
+#: (:func:`kth_distinct_key`); measuring knob, read once at import: QRITA_CUTOFF_SMALL=0 takes
+#: the pivot rounds at every rank (the form before the twelfth session)
+SMALL_RANK = tl.constexpr(8)
+CUTOFF_SMALL = tl.constexpr(os.environ.get("QRITA_CUTOFF_SMALL", "1") != "0")
 
 
 @triton.jit
@@ -239,6 +244,23 @@ def kth_largest_key(keys, member, k, zero_i):
 
 
 @triton.jit
+def kth_distinct_key(keys, member, rank, STEPS: tl.constexpr):
+    """The rank-th largest *distinct* key among ``member`` entries (1 <= rank <= STEPS), by
+    rank max-reductions: a key at or below the rank-th largest counted with copies (the same
+    when the keys are distinct); fewer distinct keys than rank give the smallest one.
+
+    For the σ-cutoff's small order statistics (top-k with small k): a few reductions instead of
+    :func:`kth_largest_key`'s pivot rounds. A lower key only adds candidates: speed, not the
+    answer."""
+    found = tl.max(tl.where(member, keys, KEY_NAN), axis=0)
+    for step in range(1, STEPS):
+        if step < rank:
+            below = tl.max(tl.where(member & (keys < found), keys, KEY_NAN), axis=0)
+            found = tl.where(below > KEY_NAN, below, found)
+    return found
+
+
+@triton.jit
 def sample_offsets(V, SAMPLE: tl.constexpr):
     """Offsets of a row's sample: SAMPLE_CHUNKS contiguous chunks spread evenly over the row (the
     whole row when V <= SAMPLE), so sorted or blocked rows are sampled fairly; and their mask."""
@@ -342,8 +364,11 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
         if (predicted < kf) | (predicted > tl.minimum(max_cands, 4.0 * want)):
             r_k = kf * n_valid / V
             rank = tl.ceil(r_k + 3.0 * tl.sqrt(r_k) + 3.0)
-            rank = tl.minimum(tl.maximum(rank, 1.0), n_valid.to(tl.float32))
-            cut_key = kth_largest_key(keys, valid, rank.to(tl.int32), zero_i)
+            rank = tl.minimum(tl.maximum(rank, 1.0), n_valid.to(tl.float32)).to(tl.int32)
+            if (rank <= SMALL_RANK) & CUTOFF_SMALL:
+                cut_key = kth_distinct_key(keys, valid, rank, SMALL_RANK)
+            else:
+                cut_key = kth_largest_key(keys, valid, rank, zero_i)
     else:
         tail = tl.maximum((1.0 - p) / OVERSAMPLE, 1e-30)
         cut = mean + std * std - std * upper_normal_quantile(tl.minimum(tail, 0.999))
