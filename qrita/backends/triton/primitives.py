@@ -20,7 +20,7 @@ SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spr
 #: the σ-cutoff's order statistic up to this rank by repeated max-reductions
 #: (:func:`kth_distinct_key`); measuring knob, read once at import: QRITA_CUTOFF_SMALL=0 takes
 #: the pivot rounds at every rank (the form before the twelfth session)
-SMALL_RANK = tl.constexpr(8)
+SMALL_RANK = tl.constexpr(16)
 CUTOFF_SMALL = tl.constexpr(os.environ.get("QRITA_CUTOFF_SMALL", "1") != "0")
 
 
@@ -325,6 +325,23 @@ def band_interval(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_b
 
 
 @triton.jit
+def sample_moments(x, finite):
+    """Count, mean and sample std (ddof 1) of the finite entries, from one reduction of their
+    count, sum and sum of squares (float64: no cancellation at float32 logits' magnitudes)."""
+    xf = tl.where(finite, x, 0.0).to(tl.float64)
+    # columns (count, sum) and (sum of squares, 0), summed together
+    sums = tl.sum(tl.join(tl.join(finite.to(tl.float64), xf), tl.join(xf * xf, xf * 0.0)),
+                  axis=0)
+    first, second = tl.split(sums)
+    count, total = tl.split(first)
+    squares, _ = tl.split(second)
+    n = tl.maximum(count, 1.0)
+    mean = total / n
+    var = tl.maximum(squares - n * mean * mean, 0.0) / tl.maximum(count - 1.0, 1.0)
+    return count.to(tl.int32), mean.to(tl.float32), tl.sqrt(var).to(tl.float32)
+
+
+@triton.jit
 def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
                       OVERSAMPLE: tl.constexpr, SMALLEST: tl.constexpr):
     """σ-truncation cutoff (an order key) from the row's first SAMPLE entries.
@@ -343,12 +360,8 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
     if SMALLEST:
         x = -x
     finite = valid & (tl.abs(x) < float("inf"))
-    n_finite = tl.sum(finite.to(tl.int32), axis=0)
-    n_valid = tl.sum(valid.to(tl.int32), axis=0)
-    denom = tl.maximum(n_finite, 1).to(tl.float32)
-    mean = tl.sum(tl.where(finite, x, 0.0), axis=0) / denom
-    dev = tl.where(finite, x - mean, 0.0)
-    std = tl.sqrt(tl.sum(dev * dev, axis=0) / tl.maximum(n_finite - 1, 1).to(tl.float32))
+    n_valid = tl.minimum(V, SAMPLE)  # the sample's offsets are distinct and below V
+    n_finite, mean, std = sample_moments(x, finite)
     usable = (n_finite >= 2) & (std > 0.0) & (std < float("inf"))
     frac_finite = n_finite.to(tl.float32) / n_valid.to(tl.float32)
     keys = order_key(x)
