@@ -56,6 +56,20 @@ profile_envs() {
       | grep zipf | cut -c1-420
   done
 }
+# profile_knobs WORKLOADS DEFAULT_SCENARIOS KNOB_SCENARIOS ENV...: B = 1024 fp32 profiles, once per
+# environment setting ("" = the defaults, with DEFAULT_SCENARIOS; a knob, with KNOB_SCENARIOS),
+# each into p_<setting>/ (A/B of measuring knobs; $KNOB_S seconds each, default 90)
+profile_knobs() {
+  local wl=$1 scen_default=$2 scen_knob=$3 env name scen; shift 3
+  for env in "$@"; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    scen=$scen_knob; [[ -z $env ]] && scen=$scen_default
+    echo "== env '$env'"
+    env $env timeout "${KNOB_S:-90}" python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
+      --batch 1024 --dtypes float32 --workloads "$wl" --scenarios "$scen" 2>&1 \
+      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
+  done
+}
 if [[ $stage == tune || $stage == host ]]; then
   timeout 120 python3 benchmarks/host_overhead.py --out "$OUT" 2>&1 | grep -v Warn | head -70
 fi
@@ -421,16 +435,8 @@ if [[ $stage == twelfth ]]; then  # GPU tests at the loop-packed dense search
     "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_batches[gaussian-1024]"
 fi
 if [[ $stage == thirteenth ]]; then  # the per-row search's persistent grid (A/B), then GPU tests
-  for env in "" QRITA_LAUNCH_TABLE=thrprog=0x0 QRITA_LAUNCH_TABLE=thrprog=2x0 \
-      QRITA_LAUNCH_TABLE=thrprog=8x0 QRITA_LAUNCH_TABLE=sortbig=0x32; do
-    name=$(echo "${env:-default}" | tr '=' '_')
-    scen=topk50,k1000
-    [[ -z $env || $env == *0x0 ]] && scen=topk50,k50,k1000,topk1000,topp0.9,topk100_topp0.9
-    echo "== env '$env'"
-    env $env timeout 75 python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
-      --batch 1024 --dtypes float32 --workloads zipf --scenarios $scen 2>&1 \
-      | grep -v Warn | grep zipf | cut -c1-330
-  done
+  KNOB_S=75 profile_knobs zipf topk50,k50,k1000,topk1000,topp0.9,topk100_topp0.9 topk50,k1000 \
+    "" QRITA_LAUNCH_TABLE=thrprog=2x0 QRITA_LAUNCH_TABLE=thrprog=8x0 QRITA_LAUNCH_TABLE=sortbig=0x32
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
   gpu_tests thirteenth "${TESTS_S:-330}" "$m::test_gpu_batches[zipf-1024]" \
     "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_deterministic_and_batch_invariant" \
@@ -446,16 +452,9 @@ if [[ $stage == eleventhfinal ]]; then  # GPU tests not run at the session's fin
   bench_zipf eleventhfinal "${BENCH_S:-190}" 64,1024
 fi
 if [[ $stage == s12a ]]; then  # twelfth session: the band writes its rows (A/B), pass A tiles for top-p
-  for env in "" QRITA_BAND_WRITE=0 QRITA_LAUNCH_TABLE=cand=512x1 QRITA_LAUNCH_TABLE=cand=1024x4 \
-      QRITA_LAUNCH_TABLE=wide=256x1; do
-    name=$(echo "${env:-default}" | tr '=' '_')
-    scen=topp0.9
-    [[ -z $env ]] && scen=topp0.9,topp0.99,topk100_topp0.9
-    echo "== env '$env'"
-    env $env timeout $([[ -z $env ]] && echo 90 || echo 60) python3 benchmarks/profile_pipeline.py \
-      --out "$OUT/p_$name" --batch 1024 --dtypes float32 --workloads zipf,gaussian --scenarios $scen 2>&1 \
-      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
-  done
+  KNOB_S=60 profile_knobs zipf,gaussian topp0.9,topp0.99,topk100_topp0.9 topp0.9 "" \
+    QRITA_BAND_WRITE=0 QRITA_LAUNCH_TABLE=cand=512x1 QRITA_LAUNCH_TABLE=cand=1024x4 \
+    QRITA_LAUNCH_TABLE=wide=256x1
   m=tests/test_triton_masks.py
   gpu_tests s12a "${TESTS_S:-200}" "$m::test_gpu_batches[zipf-1024]" \
     "$m::test_gpu_batches[gaussian-1024]" "$m::test_gpu_deterministic_and_batch_invariant" \
@@ -463,15 +462,8 @@ if [[ $stage == s12a ]]; then  # twelfth session: the band writes its rows (A/B)
     "$m::test_gpu_real_vocab[151936-float16]" "$m::test_gpu_real_vocab[262144-bfloat16]"
 fi
 if [[ $stage == s12b ]]; then  # the band's write kernel (guess + correction): A/B, tiles, GPU tests
-  for env in "" QRITA_BAND_WRITE=0 QRITA_LAUNCH_TABLE=write=4096x8 QRITA_LAUNCH_TABLE=write=1024x4; do
-    name=$(echo "${env:-default}" | tr '=' '_')
-    scen=topp0.9; wl=zipf
-    [[ -z $env ]] && scen=topp0.9,topp0.99 && wl=zipf,gaussian
-    echo "== env '$env'"
-    env $env timeout $([[ -z $env ]] && echo 90 || echo 50) python3 benchmarks/profile_pipeline.py \
-      --out "$OUT/p_$name" --batch 1024 --dtypes float32 --workloads $wl --scenarios $scen 2>&1 \
-      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
-  done
+  KNOB_S=50 profile_knobs zipf,gaussian topp0.9,topp0.99 topp0.9 "" QRITA_BAND_WRITE=0 \
+    QRITA_LAUNCH_TABLE=write=4096x8 QRITA_LAUNCH_TABLE=write=1024x4
   m=tests/test_triton_masks.py
   gpu_tests s12b "${TESTS_S:-260}" "$m::test_gpu_batches[zipf-1024]" \
     "$m::test_gpu_batches[gaussian-1024]" "$m::test_gpu_deterministic_and_batch_invariant" \
@@ -488,15 +480,8 @@ if [[ $stage == s12c ]]; then  # the per-row search in two launches (A/B), then 
     "$t::test_gpu_top_k_real_vocab[262144-float32]"
 fi
 if [[ $stage == s12d ]]; then  # the σ-cutoff's small ranks (A/B), GPU tests, the bench
-  for env in "" QRITA_CUTOFF_SMALL=0; do
-    name=$(echo "${env:-default}" | tr '=' '_')
-    scen=topk50,k50,topk100_topp0.9
-    [[ -z $env ]] && scen=topk50,k50,topk1000,k1000,topp0.9,topk100_topp0.9
-    echo "== env '$env'"
-    env $env timeout 100 python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
-      --batch 1024 --dtypes float32 --workloads zipf --scenarios $scen 2>&1 \
-      | grep -v Warn | grep zipf | cut -c1-330
-  done
+  KNOB_S=100 profile_knobs zipf topk50,k50,topk1000,k1000,topp0.9,topk100_topp0.9 \
+    topk50,k50,topk100_topp0.9 "" QRITA_CUTOFF_SMALL=0
   m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
   gpu_tests s12d "${TESTS_S:-230}" "$m::test_gpu_one_launch_topk_mask" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_batches_deterministic_invariant" \
