@@ -398,7 +398,8 @@ def threshold_kernel(
     out_ptr : (B, V) mask output (fallback rows only); sel_val_ptr / sel_idx_ptr : (B, k)
     selection output (fallback rows only, when SELECT); row_i_ptr : (B, 16) int32 mode
     (0 keep all, 1 candidates suffice, 2 fallback done, 3 top-p left to the wide stage when
-    WIDE, 5 retry pending when RETRY), T, budget, candidates, rounds, then the wide stage's band
+    WIDE, 5 retry pending when RETRY, 7 left to STAGE 2 by STAGE 1), T, budget, candidates,
+    rounds, then the wide stage's band
     (5-6) and the interval pass A proved (9-12), 14: 1 when this is the retry pass, 15: a
     retried row's first count; row_f_ptr : (B, 4); max_band : entries the band aims below;
     seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments;
