@@ -71,8 +71,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     wide=256x2,search=1024x4,band=2048x0"`` replaces the (tile, warps) of the candidate pass /
     wide compaction / mask write pass (``write``), the (dense candidates, warps) of the per-row
     search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
-    ``sortbig=0xW``), or the size of the wide top-p band's sample (its second number is
-    ignored)."""
+    ``sortbig=0xW``) or of the σ-cutoff kernel (``cutoff=0xW``), or the size of the wide top-p
+    band's sample (its second number is ignored)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -121,6 +121,7 @@ class PipelineConfig:
     warps_small: int = 4
     block_write: int = 0  # tile of the mask's write pass (0: ``block``)
     warps_write: int = 0  # its warps (0: ``warps_stream``)
+    warps_cutoff: int = 0  # warps of the σ-cutoff kernel (0: ``warps_stream``)
 
     @property
     def cap(self) -> int:
@@ -152,6 +153,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_wide, warps_wide, sparse_wide = 128, 2, -1
         dense_small, warps_small = 32, 2  # so CI runs the small-k search (V <= 128, k <= 16)
         block_write, warps_write = 0, 0
+        warps_cutoff = 0
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -177,6 +179,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # BENCHMARKS.md tenth section)
         dense_small, warps_small = _table_override("searchsmall", (512, 4))
         block_write, warps_write = _table_override("write", (0, 0))
+        warps_cutoff = _table_override("cutoff", (0, 0))[1]
     band_table, _ = _table_override("band", (0, 0)) if not interpret else (0, 0)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -201,7 +204,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           retry_min_k=retry_min_k, dense_small=dense_small,
                           warps_small=warps_small,
                           block_write=min(block_write, block) if block_write else 0,
-                          warps_write=warps_write)
+                          warps_write=warps_write, warps_cutoff=warps_cutoff)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -232,7 +235,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                                                            cfg.warps_search)
     plan = {
         "cutoff": dict(flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
-                       num_warps=cfg.warps_stream),
+                       num_warps=cfg.warps_cutoff or cfg.warps_stream),
     }
     for again in (False, True):
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
