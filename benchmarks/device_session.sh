@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -500,4 +500,11 @@ if [[ $stage == s12e ]]; then  # the session's last call: fp32 B = 1024 bench, t
   gpu_tests s12e "${TESTS_S:-170}" "$m::test_gpu_batches[zipf-1024]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_batches_deterministic_invariant" \
     "$m::test_gpu_top_k_retry_rows_exact" "$t::test_gpu_top_k_cuda_graph"
+fi
+if [[ $stage == next ]]; then  # prepared, not run: the σ-cutoff's warps (A/B), GPU tests not run at ce27f01
+  KNOB_S=80 profile_knobs zipf topk50,k50,topk100_topp0.9 topk50,k50,topk100_topp0.9 "" \
+    QRITA_LAUNCH_TABLE=cutoff=0x8 QRITA_LAUNCH_TABLE=cutoff=0x16
+  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
+  gpu_tests next "${TESTS_S:-300}" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$m::test_gpu_more_than_2_31_elements" "$m::test_gpu_real_vocab" "$t::test_gpu_top_k_real_vocab"
 fi
