@@ -8,7 +8,9 @@ variant the API launches is built. For the two largest kernels, the 16-bit dtype
 variants that differ only in switches outside the input's loads: the fused top-p sampler's
 band stage with log-probabilities for bfloat16 and its rounds stage without them for float16
 (``SAMPLER_VARIANTS_16``), and the one-launch selection with its in-kernel sort only (a
-superset of the unsorted one). The sampler's four variants per dtype were 2/3 of the build
+superset of the unsorted one); and the per-row search's first stage for top-k + top-p, which
+reads only the float32 candidates, is built for float32 only. The sampler's four variants per
+dtype were 2/3 of the build
 time, and CI's two cores run this beside the interpreter tests (the whole run came within 5
 minutes of CI's 90 at the tenth session).
 """
@@ -81,7 +83,10 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "seg_i_ptr": "*i32"},
             dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2,
                  SPARSE=8, ONLY_RETRY=again), target, 4)
-        for stage in (1, 2) if flags["HAS_K"] and flags["HAS_P"] else (0,):
+        stages = (1, 2) if flags["HAS_K"] and flags["HAS_P"] else (0,)
+        if dtype != ALL_VARIANTS_DTYPE:  # the first stage never loads x: dtype-neutral code
+            stages = tuple(stage for stage in stages if stage != 1)
+        for stage in stages:
             out[f"threshold_{again}_{stage}"] = _compile(pipeline.threshold_kernel, {
                 "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
                 "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",
