@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -500,6 +500,31 @@ if [[ $stage == s12e ]]; then  # the session's last call: fp32 B = 1024 bench, t
   gpu_tests s12e "${TESTS_S:-170}" "$m::test_gpu_batches[zipf-1024]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_batches_deterministic_invariant" \
     "$m::test_gpu_top_k_retry_rows_exact" "$t::test_gpu_top_k_cuda_graph"
+fi
+if [[ $stage == s13a ]]; then  # the band in a launch of its own (sorted sample vs pivot rounds, warps), the rounds' tile; the cutoff's warps
+  prof() {  # prof NAME SCENARIOS WORKLOADS [ENV...]
+    local name=$1 scen=$2 wl=$3; shift 3
+    echo "== $name"
+    env "$@" timeout "${KNOB_S:-110}" python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
+      --batch 1024 --dtypes float32 --workloads "$wl" --scenarios "$scen" 2>&1 \
+      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
+  }
+  prof default topp0.9,topk50,k50,topk100_topp0.9 zipf,gaussian
+  prof bandpivot topp0.9 zipf,gaussian QRITA_BAND_SORT=0
+  prof band8 topp0.9 zipf QRITA_LAUNCH_TABLE=band=4096x8
+  prof round256 topp0.9 zipf,gaussian QRITA_LAUNCH_TABLE=round=256x4
+  prof round512x8 topp0.9 zipf QRITA_LAUNCH_TABLE=round=512x8
+  prof cutoff8 topk50,k50,topk100_topp0.9 zipf QRITA_LAUNCH_TABLE=cutoff=0x8
+  prof cutoff16 topk50,k50 zipf QRITA_LAUNCH_TABLE=cutoff=0x16
+fi
+if [[ $stage == s13b ]]; then  # GPU tests of the wide stage's new launch, then the sampler's B = 1024 cells
+  m=tests/test_triton_masks.py
+  gpu_tests s13b "${TESTS_S:-250}" "$m::test_gpu_batches" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$m::test_gpu_more_than_2_31_elements" "$m::test_gpu_real_vocab"
+  timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT" --ops sample,masks --vocab 131072 \
+    --dtypes float32 --batch 1024 --workloads zipf --scenarios topp0.9,topk100_topp0.9,topk50 \
+    --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress > "$OUT/bench_s13b.log" 2>&1
+  echo "bench exit $?"; tail -c 3000 "$OUT/bench_s13b.log"
 fi
 if [[ $stage == next ]]; then  # prepared, not run: the σ-cutoff's warps (A/B), GPU tests not run at ce27f01
   KNOB_S=80 profile_knobs zipf topk50,k50,topk100_topp0.9 topk50,k50,topk100_topp0.9 "" \

@@ -91,13 +91,13 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
                 "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",
                 "stride_x": "i64", "stride_out": "i64", "k_scalar": "i64", "p_scalar": "fp32",
-                "fill": "fp32", "nseg": "i32", "max_band": "fp32", "out_ptr": f"*{ty}",
+                "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}",
                 "sel_val_ptr": f"*{ty}",
                 "sel_idx_ptr": "*i64", "row_i_ptr": "*i32", "row_f_ptr": "*fp32",
                 "seg_before_ptr": "*i32", "cutoff_ptr": "*i32"},
                 dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"],
                      WIDE=flags["HAS_P"] and not flags["SELECT"], BLOCK=block, CAP_SEG=cap_seg,
-                     NSEG_P2=nseg_p2, DENSE=1024, BAND_SAMPLE=2 * sample, SAMPLE=sample,
+                     NSEG_P2=nseg_p2, DENSE=1024, SAMPLE=sample,
                      RETRY=flags["HAS_K"] and not again, ONLY_RETRY=again, STAGE=stage),
                 target, 8)
     one = dict(SAMPLE=sample, OVERSAMPLE=4.0, BLOCK=block, BLOCK_CAND=1024, CAP_SEG=cap_seg,
@@ -152,7 +152,11 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                          BLOCK=1024, FOLD=8, MAX_ROUNDS=24, TABLE_ROUNDS=8, HIST=hist, NB1=64,
                          NB2=128, SMALL=256, HBLOCK=4096, STEPS=8, ROUNDS=not hist,
                          SKIP_DONE=not hist, PHASES=9, HMASK=False), target, 8)
-    if flags["HAS_P"] and not flags["SELECT"]:
+    # the wide stage's kernels take no flags: built once, with top-p alone
+    if flags["HAS_P"] and not flags["SELECT"] and not flags["HAS_K"]:
+        out["wide_band"] = _compile(wide.wide_band_kernel, {
+            "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+            "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample), target, 4)
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "seg_len": "i32", "part_i_ptr": "*i32", "part_f_ptr": "*fp32"},

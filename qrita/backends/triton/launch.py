@@ -29,6 +29,7 @@ from qrita.backends.triton.pipeline import (
 from qrita.backends.triton.wide import (
     wide_compact_kernel,
     wide_narrow_kernel,
+    wide_band_kernel,
     wide_round_kernel,
     wide_search_kernel,
 )
@@ -71,8 +72,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     wide=256x2,search=1024x4,band=2048x0"`` replaces the (tile, warps) of the candidate pass /
     wide compaction / mask write pass (``write``), the (dense candidates, warps) of the per-row
     search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
-    ``sortbig=0xW``) or of the σ-cutoff kernel (``cutoff=0xW``), or the size of the wide top-p
-    band's sample (its second number is ignored)."""
+    ``sortbig=0xW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile, warps) of the wide
+    top-p stage's 16-way rounds (``round``), or the size of the wide top-p
+    band's sample and the warps placing it (``band=4096x8``)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -110,6 +112,7 @@ class PipelineConfig:
     sparse: int = 8  # a tile with at most this many candidates appends them one by one
     oversample: float = 4.0
     band_sample: int = 4096  # sample placing the wide top-p band (entries)
+    warps_band: int = 4  # warps of the band's placement
     block_wide: int = 0  # tile of the wide stage's compaction (0: ``block_cand``)
     warps_wide: int = 0  # its warps (0: ``warps_cand``)
     sparse_wide: int = -1  # ``sparse`` of the wide compaction (-1: ``sparse``; 0: prefix sums only)
@@ -122,6 +125,8 @@ class PipelineConfig:
     block_write: int = 0  # tile of the mask's write pass (0: ``block``)
     warps_write: int = 0  # its warps (0: ``warps_stream``)
     warps_cutoff: int = 0  # warps of the σ-cutoff kernel (0: ``warps_stream``)
+    block_round: int = WIDE_BLOCK  # tile of the wide stage's 16-way rounds
+    warps_round: int = 0  # their warps (0: ``warps_stream``)
 
     @property
     def cap(self) -> int:
@@ -154,6 +159,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         dense_small, warps_small = 32, 2  # so CI runs the small-k search (V <= 128, k <= 16)
         block_write, warps_write = 0, 0
         warps_cutoff = 0
+        block_round, warps_round = WIDE_BLOCK, 0
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -180,7 +186,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         dense_small, warps_small = _table_override("searchsmall", (512, 4))
         block_write, warps_write = _table_override("write", (0, 0))
         warps_cutoff = _table_override("cutoff", (0, 0))[1]
-    band_table, _ = _table_override("band", (0, 0)) if not interpret else (0, 0)
+        block_round, warps_round = _table_override("round", (WIDE_BLOCK, 0))
+    band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
@@ -199,12 +206,14 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           warps_stream=4, warps_search=warps_search, dense=dense,
                           block_cand=min(block_cand, block), warps_cand=warps_cand, sparse=sparse,
                           block_cand_one=min(block_cand_one, block),
-                          band_sample=band_sample, block_wide=min(block_wide, block),
+                          band_sample=band_sample, warps_band=warps_band or 4,
+                          block_wide=min(block_wide, block),
                           warps_wide=warps_wide, sparse_wide=sparse_wide,
                           retry_min_k=retry_min_k, dense_small=dense_small,
                           warps_small=warps_small,
                           block_write=min(block_write, block) if block_write else 0,
-                          warps_write=warps_write, warps_cutoff=warps_cutoff)
+                          warps_write=warps_write, warps_cutoff=warps_cutoff,
+                          block_round=block_round, warps_round=warps_round)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -246,7 +255,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
             # warps whatever the dense packing's
             plan[f"threshold_{again}_{stage}"] = dict(
                 flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block, **seg,
-                DENSE=min(dense, cfg.cap), BAND_SAMPLE=cfg.band_sample, SAMPLE=cfg.sample,
+                DENSE=min(dense, cfg.cap), SAMPLE=cfg.sample,
                 RETRY=retry and not again, ONLY_RETRY=again, STAGE=stage,
                 num_warps=cfg.warps_search if stage == 2 else warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
@@ -256,7 +265,9 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        num_warps=cfg.warps_wide or warps_cand)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band,
                                       num_warps=cfg.warps_search)
-    plan["round"] = dict(BLOCK=min(WIDE_BLOCK, cfg.block), num_warps=cfg.warps_stream)
+    plan["band"] = dict(SAMPLE=cfg.band_sample, num_warps=cfg.warps_band)
+    plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block),
+                         num_warps=cfg.warps_round or cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
     return plan
 
@@ -265,11 +276,11 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     """All scratch of one call in one allocation (int32 words; float32 parts are views).
 
     Size per row: cap candidates x 8 bytes + 60 bytes per segment + 36 bytes, i.e.
-    O(B x cap), never O(V) per program.
+    O(B x cap), never O(V) per program (the 36 bytes: 52 since the band kernel reads the row mass).
     """
     names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
              "part_f", "row_info")
-    widths = (1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 4,
+    widths = (1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 8,
               cfg.nseg * 32 if wide else 0, cfg.nseg * 16 if wide else 0,
               0 if row_info is not None else ROW_INFO)
     # one allocation and one split (flat per-part chunks: the kernels index rows themselves);
@@ -317,7 +328,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
             launch(threshold_kernel, (batch,),
                    x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
                    vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,
-                   float(fill), cfg.nseg, cfg.max_band,
+                   float(fill), cfg.nseg,
                    out if out is not None else x, sel_val if sel_val is not None else x,
                    sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"],
                    seg_before, cutoff, **plan[f"threshold_{again}_{stage}"])
@@ -334,6 +345,8 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                    out.stride(0), float(fill), cfg.nseg, out, seg_before,
                    **plan[f"search_{band}"])
 
+        launch(wide_band_kernel, (batch,),
+               x, row_info, row_f, vocab, stride_x, cfg.max_band, **plan["band"])
         compact_and_search(True)  # the band: finishes the rows it holds
         for _ in range(WIDE_ROUNDS):  # the rows it missed
             launch(wide_round_kernel, grid_seg,

@@ -119,11 +119,11 @@ def one_launch_topk_mask_kernel(
     if arrive_last(arrivals_ptr, row, nseg):
         tl.debug_barrier()
         threshold_kernel(x_ptr, k_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-                         V, stride_x, stride_out, k_scalar, 0.0, fill, nseg, 0.0,
+                         V, stride_x, stride_out, k_scalar, 0.0, fill, nseg,
                          out_ptr, x_ptr, cand_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                          seg_before_ptr,
                          True, K_ARRAY, False, False, False, False, False, BLOCK, CAP_SEG,
-                         NSEG_P2, DENSE, 16, SAMPLE, False, False, 0)
+                         NSEG_P2, DENSE, SAMPLE, False, False, 0)
         tl.debug_barrier()  # the row's mode, T, budget and per-segment counts are written
         mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
         if mode == 1:  # the kept candidates over the fill, segment by segment
@@ -185,11 +185,11 @@ def select_rows(
         tl.debug_barrier()
         # mode 2 rows: the full-row fallback writes the selection (index order) itself
         threshold_kernel(x_ptr, x_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-                         V, stride_x, 0, k, 0.0, 0.0, nseg, 0.0,
+                         V, stride_x, 0, k, 0.0, 0.0, nseg,
                          x_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                          seg_before_ptr,
                          True, False, False, False, SMALLEST, True, False, BLOCK, CAP_SEG,
-                         NSEG_P2, DENSE, 16, SAMPLE, False, False, 0)
+                         NSEG_P2, DENSE, SAMPLE, False, False, 0)
         tl.debug_barrier()  # the row's mode, T, budget and per-segment counts are written
         mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
         sel_val = sel_val_ptr + row64 * k

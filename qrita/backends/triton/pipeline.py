@@ -30,7 +30,6 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     KEY_MAX,
     KEY_NAN,
     RADIX,
-    band_interval,
     compact_tile,
     count_search_radix,
     key_to_value,
@@ -44,7 +43,7 @@ from qrita.backends.triton.primitives import (  # noqa: I001
 SEG_F: tl.constexpr = tl.constexpr(4)  # per segment floats: max, mass, candidate mass, -
 SEG_I: tl.constexpr = tl.constexpr(8)  # per segment ints: candidates, +inf, +inf candidates, max key, cutoff key
 ROW_I: tl.constexpr = tl.constexpr(16)  # per row ints: mode, T, budget, candidates, rounds, wide interval
-ROW_F: tl.constexpr = tl.constexpr(4)  # per row floats (wide stage): max, target, +inf mode, mass above hi
+ROW_F: tl.constexpr = tl.constexpr(8)  # per row floats (wide stage): max, target, +inf mode, mass above hi, row mass
 
 
 @triton.jit
@@ -370,13 +369,12 @@ def slot_boundary(cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, row_max,
 @triton.jit
 def threshold_kernel(
     x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-    V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
+    V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg,
     out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr, cutoff_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
-    BAND_SAMPLE: tl.constexpr, SAMPLE: tl.constexpr, RETRY: tl.constexpr,
-    ONLY_RETRY: tl.constexpr, STAGE: tl.constexpr,
+    SAMPLE: tl.constexpr, RETRY: tl.constexpr, ONLY_RETRY: tl.constexpr, STAGE: tl.constexpr,
 ):
     """Boundary key and tie budget of one row (steps 3-5), the retry's choice, or the full-row
     fallback (step 7).
@@ -384,7 +382,7 @@ def threshold_kernel(
     STAGE 0: all of it. STAGE 1 (the first of two launches): only rows whose candidates fit the
     DENSE lanes are searched; every other active row is left pending (mode 7). STAGE 2: only
     pending rows run, the rest of the work (every slot in registers, the retry's cutoff, the
-    fallback, the wide band's placement). The split keeps the common search's registers low:
+    fallback). The split keeps the common search's registers low:
     one kernel holding every path takes 255 registers per thread and spills (sm90), which leaves
     2 programs of 4 warps per SM; the dense path alone takes 72.
 
@@ -401,7 +399,8 @@ def threshold_kernel(
     WIDE, 5 retry pending when RETRY, 7 left to STAGE 2 by STAGE 1), T, budget, candidates,
     rounds, then the wide stage's band
     (5-6) and the interval pass A proved (9-12), 14: 1 when this is the retry pass, 15: a
-    retried row's first count; row_f_ptr : (B, 4); max_band : entries the band aims below;
+    retried row's first count; row_f_ptr : (B, 8) (wide rows: max, target, +inf mode, mass
+    above hi, row mass);
     seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments;
     cutoff_ptr : (B,) int32, written for retried rows.
     """
@@ -413,10 +412,10 @@ def threshold_kernel(
         go = tl.load(row_i_ptr + ((row * 0).to(tl.int64) + row) * ROW_I) == 7
     if go:
         threshold_row(x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-                      V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
+                      V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg,
                       out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                       cutoff_ptr, row, HAS_K, K_ARRAY, HAS_P, P_ARRAY, SMALLEST,
-                      SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE, BAND_SAMPLE, SAMPLE, RETRY,
+                      SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE, SAMPLE, RETRY,
                       ONLY_RETRY, STAGE)
 
 
@@ -436,14 +435,13 @@ def proved_interval(above, cutoff_lo, key_max, n_cand, cand_mass, V):
 @triton.jit
 def threshold_row(
     x_ptr, k_ptr, p_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
-    V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg, max_band,
+    V, stride_x, stride_out, k_scalar, p_scalar, fill, nseg,
     out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr, cutoff_ptr,
     row,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
-    BAND_SAMPLE: tl.constexpr, SAMPLE: tl.constexpr, RETRY: tl.constexpr,
-    RETRIED: tl.constexpr, STAGE: tl.constexpr,
+    SAMPLE: tl.constexpr, RETRY: tl.constexpr, RETRIED: tl.constexpr, STAGE: tl.constexpr,
 ):
     """:func:`threshold_kernel`'s work for one row (RETRIED: the row's second pass A; STAGE:
     as there)."""
@@ -532,10 +530,8 @@ def threshold_row(
                     if WIDE:  # the segmented stage resolves it (wide.py): a band first, then rounds
                         mode = zero_i + 3
                         info = row_i_ptr + row64 * ROW_I
-                        b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target,
-                                                   inf_mode, max_band, BAND_SAMPLE)
-                        tl.store(info + 5, (b_lo + 1).to(tl.int32))
-                        tl.store(info + 6, b_hi.to(tl.int32))
+                        # the band (5-6) is placed by wide_band_kernel, a launch of its own
+                        # (this kernel's registers would leave it one program per SM)
                         tl.store(info + 9, (lo + 1).to(tl.int32))
                         tl.store(info + 10, hi.to(tl.int32))
                         tl.store(info + 11, cnt_lo)
@@ -545,6 +541,7 @@ def threshold_row(
                         tl.store(row_f_ptr + row64 * ROW_F + 1, target)
                         tl.store(row_f_ptr + row64 * ROW_F + 2, inf_mode.to(tl.float32))
                         tl.store(row_f_ptr + row64 * ROW_F + 3, mass_hi)
+                        tl.store(row_f_ptr + row64 * ROW_F + 4, row_mass)
                     else:
                         T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(
                             row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max,

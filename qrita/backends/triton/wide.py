@@ -2,7 +2,7 @@
 
 Rows whose top-p set is too large for the candidate scratch (mode 3 after ``threshold_kernel``)
 are resolved here with every segment of the row working in parallel. First the band the
-threshold kernel placed from a sample (``band_interval``): its entries are compacted, with exact
+band kernel places from a sample (``band_interval``): its entries are compacted, with exact
 counts and masses above it, per segment (B x S), and checked and searched per row (B); on the
 usual hit that is all. A missed or overflowing band leaves a narrowed interval to the rounds:
 16-way pivot counts and masses per segment (B x S), merged per row in a fixed order (B); then the
@@ -15,8 +15,11 @@ import triton.language as tl
 
 from qrita.backends.triton.fallback import full_row_search, top_p_budget, write_row_decide
 from qrita.backends.triton.primitives import (
+    BAND_SORT,
     KEY_MAX,
     KEY_NAN,
+    band_interval,
+    band_interval_sorted,
     compact_tile,
     int32_bounds,
     key_to_value,
@@ -26,7 +29,7 @@ from qrita.backends.triton.primitives import (
 )
 
 ROW_I: tl.constexpr = tl.constexpr(16)  # mode, T, budget, candidates, rounds, lo + 1, hi, cnt_lo, cnt_hi
-ROW_F: tl.constexpr = tl.constexpr(4)  # row max, target mass, +inf mode, mass above hi
+ROW_F: tl.constexpr = tl.constexpr(8)  # row max, target mass, +inf mode, mass above hi, row mass
 SEG_I: tl.constexpr = tl.constexpr(8)
 PART: tl.constexpr = tl.constexpr(32)  # per segment: 16 counts, key min, key max
 WAYS: tl.constexpr = tl.constexpr(16)
@@ -61,6 +64,37 @@ def _search_state(row_i_ptr, row_f_ptr, row64):
 
 
 @triton.jit
+def wide_band_kernel(
+    x_ptr, row_i_ptr, row_f_ptr,
+    V, stride_x, max_band,
+    SAMPLE: tl.constexpr,
+):
+    """Place the band of each wide row (mode 3) from a SAMPLE-entry sample of the row:
+    row_i[5:7] = (b_lo + 1, b_hi) inside the interval pass A proved (row_i[9:11]). A launch of
+    its own, grid (B,): inside the per-row search kernel (255 registers per thread) it ran one
+    program per SM. max_band : entries the band aims below."""
+    row = tl.program_id(0)
+    row64 = (row * 0).to(tl.int64) + row
+    info = row_i_ptr + row64 * ROW_I
+    if tl.load(info) == 3:
+        lo = tl.load(info + 9).to(tl.int64) - 1
+        hi = tl.load(info + 10).to(tl.int64)
+        row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
+        target = tl.load(row_f_ptr + row64 * ROW_F + 1)
+        inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
+        row_mass = tl.load(row_f_ptr + row64 * ROW_F + 4)
+        row_x = x_ptr + row64 * stride_x
+        if BAND_SORT:
+            b_lo, b_hi = band_interval_sorted(row_x, V, lo, hi, row_max, row_mass, target,
+                                              inf_mode, max_band, SAMPLE)
+        else:
+            b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target, inf_mode,
+                                       max_band, SAMPLE)
+        tl.store(info + 5, (b_lo + 1).to(tl.int32))
+        tl.store(info + 6, b_hi.to(tl.int32))
+
+
+@triton.jit
 def wide_round_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, seg_len,
@@ -87,10 +121,18 @@ def wide_round_kernel(
         lane_key_max = tl.full([BLOCK], KEY_NAN, tl.int32)
         lo32 = tl.maximum(lo, KEY_NAN).to(tl.int32)  # key > lo, as int32 (lo >= KEY_NAN - 1)
         row_x = x_ptr + row64 * stride_x
+        seg_start = seg * seg_len
+        lanes = tl.arange(0, BLOCK)
+        x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
         for off in range(0, seg_len, BLOCK):
-            offs = seg * seg_len + off + tl.arange(0, BLOCK)
+            offs = seg_start + off + lanes
             valid = offs < V
-            x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
+            x = x_next.to(tl.float32)
+            # the next tile's load is issued before this one is processed (a row's programs
+            # are few here: the rows the band missed; each waits on its loads otherwise)
+            next_offs = offs + BLOCK
+            x_next = tl.load(row_x + next_offs,
+                             mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
             key = rank_key(x, False)
             w = weights_of(x, row_max, inf_mode)
             above = valid[:, None] & (key[:, None] > piv32[None, :])
