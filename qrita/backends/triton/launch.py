@@ -27,9 +27,9 @@ from qrita.backends.triton.pipeline import (
     write_select_kernel,
 )
 from qrita.backends.triton.wide import (
+    wide_band_kernel,
     wide_compact_kernel,
     wide_narrow_kernel,
-    wide_band_kernel,
     wide_round_kernel,
     wide_search_kernel,
 )
