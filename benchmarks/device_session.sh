@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -525,6 +525,22 @@ if [[ $stage == s13b ]]; then  # GPU tests of the wide stage's new launch, then 
     --dtypes float32 --batch 1024 --workloads zipf --scenarios topp0.9,topk100_topp0.9,topk50 \
     --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress > "$OUT/bench_s13b.log" 2>&1
   echo "bench exit $?"; tail -c 3000 "$OUT/bench_s13b.log"
+fi
+if [[ $stage == s13c ]]; then  # the band kernel's warps (pivot rounds), the rounds at 1 warp; then the s13b GPU tests
+  prof() {
+    local name=$1 scen=$2 wl=$3; shift 3
+    echo "== $name"
+    env "$@" timeout "${KNOB_S:-80}" python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
+      --batch 1024 --dtypes float32 --workloads "$wl" --scenarios "$scen" 2>&1 \
+      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
+  }
+  prof default topp0.9 zipf
+  prof band8 topp0.9 zipf QRITA_LAUNCH_TABLE=band=4096x8
+  prof band16 topp0.9 zipf QRITA_LAUNCH_TABLE=band=4096x16
+  prof round128x1 topp0.9 zipf QRITA_LAUNCH_TABLE=round=128x1
+  m=tests/test_triton_masks.py
+  gpu_tests s13c "${TESTS_S:-250}" "$m::test_gpu_batches" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$m::test_gpu_more_than_2_31_elements" "$m::test_gpu_real_vocab"
 fi
 if [[ $stage == next ]]; then  # prepared, not run: the σ-cutoff's warps (A/B), GPU tests not run at ce27f01
   KNOB_S=80 profile_knobs zipf topk50,k50,topk100_topp0.9 topk50,k50,topk100_topp0.9 "" \

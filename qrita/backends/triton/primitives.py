@@ -22,10 +22,6 @@ SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spr
 #: the pivot rounds at every rank (the form before the twelfth session)
 SMALL_RANK = tl.constexpr(16)
 CUTOFF_SMALL = tl.constexpr(os.environ.get("QRITA_CUTOFF_SMALL", "1") != "0")
-#: the wide top-p band placed from the *sorted* sample (:func:`band_interval_sorted`: one bitonic
-#: sort, one cumulative sum, a few reductions) instead of three pivot-round searches; measuring
-#: knob, read once at import: QRITA_BAND_SORT=0 takes the pivot rounds
-BAND_SORT = tl.constexpr(os.environ.get("QRITA_BAND_SORT", "1") != "0")
 
 
 @triton.jit
@@ -273,64 +269,6 @@ def sample_offsets(V, SAMPLE: tl.constexpr):
     chunk_stride = tl.maximum((V // SAMPLE_CHUNKS) // 16 * 16, CHUNK)
     offs = tl.where(V > SAMPLE, (lane // CHUNK) * chunk_stride + lane % CHUNK, lane)
     return offs, offs < V
-
-
-@triton.jit
-def key_at_rank(sorted_keys, ranks, rank):
-    """``sorted_keys[rank]`` (0-based) of keys sorted largest first: the largest key from
-    ``rank`` on, one max-reduction."""
-    return tl.max(tl.where(ranks >= rank, sorted_keys, KEY_NAN), axis=0)
-
-
-@triton.jit
-def band_interval_sorted(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_band,
-                         SAMPLE: tl.constexpr):
-    """:func:`band_interval`'s band from the sample sorted largest first: T̂ is the first sorted
-    entry whose cumulative sample mass reaches the sample mass above T̂, the band's ends are the
-    sorted keys m ranks either side. The same placement rule; a sort and a cumulative sum
-    replace the pivot-round searches (only speed depends on it)."""
-    offs, valid = sample_offsets(V, SAMPLE)
-    x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
-    finite = valid & (tl.abs(x) < float("inf"))
-    n_valid = tl.sum(valid.to(tl.int32), axis=0)
-    n_finite = tl.sum(finite.to(tl.int32), axis=0)
-    zero_i = n_valid * 0
-    # finite entries first (KEY_NAN sorts last), largest first
-    sorted_keys = tl.sort(tl.where(finite, order_key(x), KEY_NAN), descending=True)
-    ranks = tl.arange(0, SAMPLE)
-    in_sample = ranks < n_finite
-    w = tl.where(in_sample, tl.exp(key_to_value(sorted_keys) - row_max), 0.0)
-    mass_through = tl.cumsum(w, axis=0)
-    scale = V / n_valid.to(tl.float32)
-    need = tl.sum(w, axis=0) - (row_mass - target) / scale  # sample mass above T̂
-    b_lo = lo
-    b_hi = hi
-    if n_finite > 0:
-        first = tl.minimum(tl.sum((in_sample & (mass_through < need)).to(tl.int32), axis=0),
-                           n_finite - 1)
-        t_hat = key_at_rank(sorted_keys, ranks, first)
-        r_hat = tl.sum((in_sample & (sorted_keys >= t_hat)).to(tl.int32), axis=0)
-        r_hat = tl.where(need > 0.0, r_hat, n_finite)
-        m_max = tl.maximum(max_band * n_valid.to(tl.float32) / (2.0 * V), 1.0)
-        m = tl.minimum(tl.ceil(3.0 * tl.sqrt(r_hat.to(tl.float32)) + 3.0), m_max).to(tl.int32)
-        if r_hat - m >= 1:
-            b_hi = tl.minimum(hi, key_at_rank(sorted_keys, ranks, r_hat - m - 1).to(tl.int64))
-        if r_hat + m <= n_finite:
-            b_lo = tl.maximum(lo, key_at_rank(sorted_keys, ranks, r_hat + m - 1).to(tl.int64)
-                              - 1)
-        # heavy ties: keep the sample's neighbouring keys on both sides inside the band
-        key_above = tl.min(tl.where(in_sample & (sorted_keys > t_hat), sorted_keys, KEY_MAX),
-                           axis=0)
-        key_below = tl.max(tl.where(in_sample & (sorted_keys < t_hat), sorted_keys, KEY_NAN),
-                           axis=0)
-        b_hi = tl.where(key_above < KEY_MAX, tl.maximum(b_hi, tl.minimum(hi, key_above)), b_hi)
-        b_lo = tl.where(key_below > KEY_NAN,
-                        tl.minimum(b_lo, tl.maximum(lo, key_below.to(tl.int64) - 1)), b_lo)
-    key_inf = order_key(zero_i.to(tl.float32) + float("inf")).to(tl.int64)
-    b_lo = tl.where(inf_mode, tl.maximum(lo, key_inf - 1), b_lo)
-    b_hi = tl.where(inf_mode, tl.minimum(hi, key_inf), b_hi)
-    empty = b_hi <= b_lo
-    return tl.where(empty, lo, b_lo), tl.where(empty, hi, b_hi)
 
 
 @triton.jit

@@ -15,11 +15,9 @@ import triton.language as tl
 
 from qrita.backends.triton.fallback import full_row_search, top_p_budget, write_row_decide
 from qrita.backends.triton.primitives import (
-    BAND_SORT,
     KEY_MAX,
     KEY_NAN,
     band_interval,
-    band_interval_sorted,
     compact_tile,
     int32_bounds,
     key_to_value,
@@ -71,8 +69,10 @@ def wide_band_kernel(
 ):
     """Place the band of each wide row (mode 3) from a SAMPLE-entry sample of the row:
     row_i[5:7] = (b_lo + 1, b_hi) inside the interval pass A proved (row_i[9:11]). A launch of
-    its own, grid (B,): inside the per-row search kernel (255 registers per thread) it ran one
-    program per SM. max_band : entries the band aims below."""
+    its own, grid (B,): inside the per-row search kernel it took 297 µs at B = 1024, V = 131072
+    (fp32 zipf top-p 0.9, H200), here 235 (BENCHMARKS.md, thirteenth session; placed from the
+    sorted sample instead, one bitonic sort and a cumulative sum: 430). max_band : entries the
+    band aims below."""
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
     info = row_i_ptr + row64 * ROW_I
@@ -84,12 +84,8 @@ def wide_band_kernel(
         inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
         row_mass = tl.load(row_f_ptr + row64 * ROW_F + 4)
         row_x = x_ptr + row64 * stride_x
-        if BAND_SORT:
-            b_lo, b_hi = band_interval_sorted(row_x, V, lo, hi, row_max, row_mass, target,
-                                              inf_mode, max_band, SAMPLE)
-        else:
-            b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target, inf_mode,
-                                       max_band, SAMPLE)
+        b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target, inf_mode,
+                                   max_band, SAMPLE)
         tl.store(info + 5, (b_lo + 1).to(tl.int32))
         tl.store(info + 6, b_hi.to(tl.int32))
 
