@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -541,6 +541,28 @@ if [[ $stage == s13c ]]; then  # the band kernel's warps (pivot rounds), the rou
   m=tests/test_triton_masks.py
   gpu_tests s13c "${TESTS_S:-250}" "$m::test_gpu_batches" "$m::test_gpu_cuda_graph_capture_and_replay" \
     "$m::test_gpu_more_than_2_31_elements" "$m::test_gpu_real_vocab"
+fi
+if [[ $stage == s13d ]]; then  # the compaction after the rounds (tile x warps); the rest of the real-vocab tests; the B = 1024 sampler / mask bench
+  prof() {
+    local name=$1 scen=$2 wl=$3; shift 3
+    echo "== $name"
+    env "$@" timeout "${KNOB_S:-80}" python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
+      --batch 1024 --dtypes float32 --workloads "$wl" --scenarios "$scen" 2>&1 \
+      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
+  }
+  prof default topp0.9 zipf
+  prof wide2_128x4 topp0.9 zipf QRITA_LAUNCH_TABLE=wide2=128x4
+  prof wide2_256x4 topp0.9 zipf QRITA_LAUNCH_TABLE=wide2=256x4
+  prof wide2_512x8 topp0.9 zipf QRITA_LAUNCH_TABLE=wide2=512x8
+  timeout "${BENCH_S:-170}" python3 benchmarks/bench.py --out "$OUT" --ops sample,masks --vocab 131072 \
+    --dtypes float32 --batch 1024 --workloads zipf --scenarios topp0.9,topk100_topp0.9,topk50 \
+    --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress > "$OUT/bench_s13d.log" 2>&1
+  echo "bench exit $?"; tail -c 2500 "$OUT/bench_s13d.log"
+  m=tests/test_triton_masks.py
+  gpu_tests s13d "${TESTS_S:-200}" "$m::test_gpu_real_vocab[151936-float32]" \
+    "$m::test_gpu_real_vocab[262144-bfloat16]" "$m::test_gpu_real_vocab[151936-float16]" \
+    "$m::test_gpu_real_vocab[201088-float32]" "$m::test_gpu_real_vocab[262144-float32]" \
+    "$m::test_gpu_real_vocab[128256-bfloat16]"
 fi
 if [[ $stage == next ]]; then  # prepared, not run: the σ-cutoff's warps (A/B), GPU tests not run at ce27f01
   KNOB_S=80 profile_knobs zipf topk50,k50,topk100_topp0.9 topk50,k50,topk100_topp0.9 "" \

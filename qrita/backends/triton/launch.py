@@ -73,7 +73,7 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     wide compaction / mask write pass (``write``), the (dense candidates, warps) of the per-row
     search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
     ``sortbig=0xW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile, warps) of the wide
-    top-p stage's 16-way rounds (``round``), or the size of the wide top-p
+    top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), or the size of the wide top-p
     band's sample and the warps placing it (``band=4096x8``)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -126,6 +126,8 @@ class PipelineConfig:
     warps_write: int = 0  # its warps (0: ``warps_stream``)
     warps_cutoff: int = 0  # warps of the σ-cutoff kernel (0: ``warps_stream``)
     block_round: int = WIDE_BLOCK  # tile of the wide stage's 16-way rounds
+    block_wide2: int = 128  # tile of the wide compaction after the rounds
+    warps_wide2: int = 1  # its warps
     warps_round: int = 0  # their warps (0: ``warps_stream``)
 
     @property
@@ -160,6 +162,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_write, warps_write = 0, 0
         warps_cutoff = 0
         block_round, warps_round = WIDE_BLOCK, 0
+        block_wide2, warps_wide2 = block_wide, warps_wide
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -187,6 +190,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_write, warps_write = _table_override("write", (0, 0))
         warps_cutoff = _table_override("cutoff", (0, 0))[1]
         block_round, warps_round = _table_override("round", (WIDE_BLOCK, 0))
+        block_wide2, warps_wide2 = _table_override("wide2", (block_wide, warps_wide))
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -213,7 +217,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           warps_small=warps_small,
                           block_write=min(block_write, block) if block_write else 0,
                           warps_write=warps_write, warps_cutoff=warps_cutoff,
-                          block_round=block_round, warps_round=warps_round)
+                          block_round=block_round, warps_round=warps_round,
+                          block_wide2=min(block_wide2, block), warps_wide2=warps_wide2)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -260,9 +265,12 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                 num_warps=cfg.warps_search if stage == 2 else warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
     for band in (True, False):
-        plan[f"compact_{band}"] = dict(BLOCK=cfg.block_wide or block_cand, **seg,
-                                       SPARSE=sparse_wide, BAND=band,
-                                       num_warps=cfg.warps_wide or warps_cand)
+        # after the rounds only the rows the band missed compact (a few programs: latency, not
+        # bandwidth, bounds them)
+        block_c = (cfg.block_wide or block_cand) if band else cfg.block_wide2
+        warps_c = (cfg.warps_wide or warps_cand) if band else cfg.warps_wide2
+        plan[f"compact_{band}"] = dict(BLOCK=block_c, **seg, SPARSE=sparse_wide, BAND=band,
+                                       num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band,
                                       num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, num_warps=cfg.warps_band)
