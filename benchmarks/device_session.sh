@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -563,6 +563,13 @@ if [[ $stage == s13d ]]; then  # the compaction after the rounds (tile x warps);
     "$m::test_gpu_real_vocab[262144-bfloat16]" "$m::test_gpu_real_vocab[151936-float16]" \
     "$m::test_gpu_real_vocab[201088-float32]" "$m::test_gpu_real_vocab[262144-float32]" \
     "$m::test_gpu_real_vocab[128256-bfloat16]"
+fi
+if [[ $stage == s13e ]]; then  # the sampler's host time (B = 1024 and 1); the real-vocab tests cut in s13d
+  only="public sample k100 p0.9,public sample k50,ops sample_with_uniforms k100 p0.9,philox uniforms,public topk50 mask"
+  timeout 150 python3 benchmarks/host_overhead.py --out "$OUT/host1024" --batch 1024 --only "$only" --rows 30 2>&1 | grep -v Warn | head -150
+  timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host1" --batch 1 --only "$only" --rows 5 2>&1 | grep "host" | head -10
+  m=tests/test_triton_masks.py
+  gpu_tests s13e "${TESTS_S:-150}" "$m::test_gpu_real_vocab[262144-float32]" "$m::test_gpu_real_vocab[128256-bfloat16]"
 fi
 if [[ $stage == next ]]; then  # prepared, not run: the σ-cutoff's warps (A/B), GPU tests not run at ce27f01
   KNOB_S=80 profile_knobs zipf topk50,k50,topk100_topp0.9 topk50,k50,topk100_topp0.9 "" \

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 import qrita
-from qrita.backends.triton import ops
+from qrita.backends.triton import ops, sampling_ops
 from qrita.testing import generators
 
 
@@ -40,9 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="results")
     ap.add_argument("--only", default="", help="comma list of call names (default: all)")
     ap.add_argument("--rows", type=int, default=22, help="cProfile rows per call")
+    ap.add_argument("--batch", type=int, default=1, help="rows B of the zipf logits (V = 131072)")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    x = torch.from_numpy(generators.zipf_logits(1, 131072, 1.1, np.random.default_rng(0))).cuda()
+    batch = args.batch
+    x = torch.from_numpy(generators.zipf_logits(batch, 131072, 1.1,
+                                                np.random.default_rng(0))).cuda()
+    u = torch.rand(batch, device="cuda")
     lines = []
     calls = {
         "topk50": lambda: ops.top_k_top_p_mask(x, 50, None),
@@ -52,11 +56,16 @@ def main(argv: list[str] | None = None) -> int:
         "ops.top_k k50 sorted": lambda: ops.top_k(x, 50),
         "ops.top_k k50 unsorted": lambda: ops.top_k(x, 50, sorted=False),
         "torch.topk k50": lambda: torch.topk(x, 50),
+        "public sample k100 p0.9": lambda: qrita.sample(x, k=100, p=0.9, seed=1234),
+        "public sample k50": lambda: qrita.sample(x, k=50, seed=1234),
+        "ops sample_with_uniforms k100 p0.9": lambda: sampling_ops.sample_with_uniforms(
+            x, u, 100, 0.9),
+        "philox uniforms": lambda: sampling_ops.uniforms(1234, 0, batch, x.device),
     }
     only = [c.strip() for c in args.only.split(",")] if args.only else list(calls)
     for name in only:
         call = calls[name]
-        lines.append(f"{name} B=1 host {host_us(call):.1f} us/call, "
+        lines.append(f"{name} B={batch} host {host_us(call):.1f} us/call, "
                      f"with sync {host_us(call, sync_each=True):.1f} us/call")
         print(lines[-1], flush=True)
         if name.startswith("torch"):
