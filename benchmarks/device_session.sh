@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -570,6 +570,21 @@ if [[ $stage == s13e ]]; then  # the sampler's host time (B = 1024 and 1); the r
   timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host1" --batch 1 --only "$only" --rows 5 2>&1 | grep "host" | head -10
   m=tests/test_triton_masks.py
   gpu_tests s13e "${TESTS_S:-150}" "$m::test_gpu_real_vocab[262144-float32]" "$m::test_gpu_real_vocab[128256-bfloat16]"
+fi
+if [[ $stage == s13f ]]; then  # the session's last call: uniforms by kernel arguments (host time), the B = 1024 bench, sampler GPU tests
+  only="public sample k100 p0.9,public sample k50,philox uniforms"
+  timeout 90 python3 benchmarks/host_overhead.py --out "$OUT/host1024" --batch 1024 --only "$only" --rows 12 2>&1 | grep "host" | head -6
+  timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host1" --batch 1 --only "$only" --rows 5 2>&1 | grep "host" | head -6
+  timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT" --ops sample,masks --vocab 131072 \
+    --dtypes float32 --batch 1024 --workloads zipf --scenarios topp0.9,topk100_topp0.9,topk50 \
+    --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress > "$OUT/bench_s13f.log" 2>&1
+  echo "bench exit $?"; tail -c 2200 "$OUT/bench_s13f.log"
+  timeout 60 python3 -m pytest -p no:cacheprovider -q tests/test_triton_sampling.py -k "uniforms_match or fresh_seeds" \
+    tests/test_sampling_reference.py::test_philox_matches_triton_randint4x_bit_for_bit 2>&1 | tail -2
+  s=tests/test_triton_sampling.py
+  gpu_tests s13f "${TESTS_S:-130}" "$s::test_gpu_reproducible" "$s::test_gpu_batch_invariant" \
+    "$s::test_gpu_cuda_graph_capture_and_replay" "$s::test_gpu_public_api_torch_and_1d" \
+    "$s::test_gpu_real_shapes"
 fi
 if [[ $stage == next ]]; then  # prepared, not run: the σ-cutoff's warps (A/B), GPU tests not run at ce27f01
   KNOB_S=80 profile_knobs zipf topk50,k50,topk100_topp0.9 topk50,k50,topk100_topp0.9 "" \

@@ -190,7 +190,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_write, warps_write = _table_override("write", (0, 0))
         warps_cutoff = _table_override("cutoff", (0, 0))[1]
         block_round, warps_round = _table_override("round", (WIDE_BLOCK, 0))
-        block_wide2, warps_wide2 = _table_override("wide2", (block_wide, warps_wide))
+        # H200, fp32 zipf topp0.9, B = 1024: wide_compact 467.8 -> 459.4 us at 256 x 4 (128 x 4
+        # 466.2, 512 x 8 464.1; BENCHMARKS.md thirteenth session)
+        block_wide2, warps_wide2 = _table_override("wide2", (256, 4))
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))

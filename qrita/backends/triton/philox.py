@@ -18,6 +18,8 @@ import torch
 import triton
 import triton.language as tl
 
+from qrita.backends.triton import fastlaunch
+
 __all__ = ["uniforms", "as_u64_bits", "fresh_seed"]
 
 _U64 = 2**64
@@ -26,21 +28,37 @@ _BLOCK = 128
 
 
 @triton.jit
-def _uniform_kernel(seed_ptr, offset_ptr, out_ptr, n, seed_stride, offset_stride, base_seed,
-                    FRESH: tl.constexpr, BLOCK: tl.constexpr):
-    """out[i] = uniform of (seed[i], offset[i]); with FRESH the seed is derived from base_seed."""
+def _uniform_kernel(seed_ptr, offset_ptr, n, seed_scalar, offset_scalar, out_ptr,
+                    SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr, BLOCK: tl.constexpr):
+    """out[i] = uniform of (seed[i], offset[i]) (uint64 values as int64 bit patterns).
+
+    SEED_MODE 0: one seed, ``seed_scalar``; 1: per-row seeds ``seed_ptr`` (B,); 2 (fresh): a
+    distinct seed per row derived from ``seed_scalar``. OFFSET_ARRAY: per-row offsets
+    ``offset_ptr`` (B,), else ``offset_scalar``. Scalars widen to int64 by sign extension (a
+    small value arrives as int32), so they mean the same bits as a loaded int64."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     valid = i < n
     rows = i.to(tl.int64)
-    if FRESH:
+    seed = rows * 0 + seed_scalar  # int64 (a constexpr when Triton specialised a 1)
+    if SEED_MODE == 1:
+        seed = tl.load(seed_ptr + rows, mask=valid, other=0)
+    if SEED_MODE == 2:
         # 0x9E3779B97F4A7C15 as int64 (odd): distinct seeds per row, wrapping int64 arithmetic
-        seed = base_seed + rows * (-7046029254386353131)
-    else:
-        seed = tl.load(seed_ptr + rows * seed_stride, mask=valid, other=0)
-    offset = tl.load(offset_ptr + rows * offset_stride, mask=valid, other=0)
+        seed = seed + rows * (-7046029254386353131)
+    offset = rows * 0 + offset_scalar
+    if OFFSET_ARRAY:
+        offset = tl.load(offset_ptr + rows, mask=valid, other=0)
     word = tl.randint(seed, offset).to(tl.uint32, bitcast=True)
     u = (word >> 8).to(tl.float32) * (1.0 / 16777216.0)
     tl.store(out_ptr + i, u, mask=valid)
+
+
+def _u64_scalar_bits(v: int | None) -> int:
+    """A Python seed / offset in [0, 2**64) (None: 0) as its int64 bit pattern."""
+    v = 0 if v is None else int(v)
+    if not 0 <= v < _U64:
+        raise ValueError(f"seeds and offsets must lie in [0, 2**64), got {v}")
+    return v - _U64 if v > _I64_MAX else v
 
 
 def as_u64_bits(v: int | torch.Tensor | None, batch: int, device: torch.device) -> torch.Tensor:
@@ -109,17 +127,25 @@ def uniforms(
     out = torch.empty(batch, dtype=torch.float32, device=device)
     if batch == 0:
         return out
-    off = as_u64_bits(offset, batch, device)
-    fresh = seed is None
-    if fresh:
-        base = fresh_seed()
-        seeds = off  # unused pointer
+    # scalars go to the kernel as arguments (no device tensor to fill: host time per call)
+    if offset is None or isinstance(offset, numbers.Integral):
+        off, off_bits, off_array = out, _u64_scalar_bits(offset), False
     else:
-        base = 0
+        off = as_u64_bits(offset, batch, device)
+        off_bits, off_array = 0, off.numel() != 1
+        if not off_array:
+            off = off.expand(batch).contiguous()
+            off_array = True
+    if seed is None:
+        seeds, seed_bits, seed_mode = out, fresh_seed(), 2
+    elif isinstance(seed, numbers.Integral):
+        seeds, seed_bits, seed_mode = out, _u64_scalar_bits(seed), 0
+    else:
         seeds = as_u64_bits(seed, batch, device)
-    grid = (triton.cdiv(batch, _BLOCK),)
-    _uniform_kernel[grid](
-        seeds, off, out, batch, 0 if seeds.numel() == 1 else 1, 0 if off.numel() == 1 else 1,
-        base, FRESH=fresh, BLOCK=_BLOCK,
-    )
+        if seeds.numel() != batch:
+            seeds = seeds.expand(batch).contiguous()
+        seed_bits, seed_mode = 0, 1
+    fastlaunch.launch(_uniform_kernel, (triton.cdiv(batch, _BLOCK),),
+                      seeds, off, batch, seed_bits, off_bits, out,
+                      SEED_MODE=seed_mode, OFFSET_ARRAY=off_array, BLOCK=_BLOCK)
     return out
