@@ -25,7 +25,7 @@ import time
 import triton
 from triton.backends.compiler import GPUTarget
 
-from qrita.backends.triton import fused_sample, fused_topp, one_launch, pipeline, wide
+from qrita.backends.triton import fused_sample, fused_topp, one_launch, philox, pipeline, wide
 
 __all__ = ["TARGETS", "DTYPES", "ALL_VARIANTS_DTYPE", "SAMPLER_VARIANTS_16", "variants",
            "compile_all"]
@@ -116,6 +116,10 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "sel_val_ptr": f"*{ty}", "sel_idx_ptr": "*i64"},
                 dict(one, SMALLEST=flags["SMALLEST"], SORTED=sorted_,
                      K_P2=one_launch.SORT_MAX if sorted_ else 16), target, 8)
+        out["uniforms"] = _compile(philox._uniform_kernel, {
+            "seed_ptr": "*i64", "offset_ptr": "*i64", "n": "i32", "seed_scalar": "i64",
+            "offset_scalar": "i64", "out_ptr": "*fp32"},
+            dict(SEED_MODE=2, OFFSET_ARRAY=True, BLOCK=128), target, 4)
         out["sort_selection"] = _compile(one_launch.sort_selection_kernel, {
             "x_ptr": f"*{ty}", "stride_x": "i64", "k": "i32", "sel_val_ptr": f"*{ty}",
             "sel_idx_ptr": "*i64"},
