@@ -586,10 +586,10 @@ if [[ $stage == s13f ]]; then  # the session's last call: uniforms by kernel arg
     "$s::test_gpu_cuda_graph_capture_and_replay" "$s::test_gpu_public_api_torch_and_1d" \
     "$s::test_gpu_real_shapes"
 fi
-if [[ $stage == next ]]; then  # prepared, not run: the σ-cutoff's warps (A/B), GPU tests not run at ce27f01
-  KNOB_S=80 profile_knobs zipf topk50,k50,topk100_topp0.9 topk50,k50,topk100_topp0.9 "" \
-    QRITA_LAUNCH_TABLE=cutoff=0x8 QRITA_LAUNCH_TABLE=cutoff=0x16
-  m=tests/test_triton_masks.py; t=tests/test_triton_top_k.py
-  gpu_tests next "${TESTS_S:-300}" "$m::test_gpu_cuda_graph_capture_and_replay" \
-    "$m::test_gpu_more_than_2_31_elements" "$m::test_gpu_real_vocab" "$t::test_gpu_top_k_real_vocab"
+if [[ $stage == next ]]; then  # prepared, not run: GPU tests not run at the thirteenth session's kernels
+  s=tests/test_triton_sampling.py; t=tests/test_triton_top_k.py; m=tests/test_triton_masks.py
+  gpu_tests next "${TESTS_S:-400}" "$s::test_gpu_real_shapes" "$s::test_gpu_support_and_fit_over_many_draws" \
+    "$s::test_gpu_per_row_parameters_real_vocab" "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" \
+    "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_deterministic_and_batch_invariant" \
+    "$m::test_gpu_top_k_retry_rows_exact"
 fi
