@@ -586,7 +586,13 @@ if [[ $stage == s13f ]]; then  # the session's last call: uniforms by kernel arg
     "$s::test_gpu_cuda_graph_capture_and_replay" "$s::test_gpu_public_api_torch_and_1d" \
     "$s::test_gpu_real_shapes"
 fi
-if [[ $stage == next ]]; then  # prepared, not run: GPU tests not run at the thirteenth session's kernels
+if [[ $stage == next ]]; then  # prepared, not run: pass A's lean masses (A/B); GPU tests not run at the thirteenth session's kernels
+  for env in "" QRITA_LAUNCH_TABLE=lean=1x0; do
+    echo "== env '$env'"
+    env $env timeout 100 python3 benchmarks/profile_pipeline.py --out "$OUT/p_${env:-default}" --batch 1024 \
+      --dtypes float32 --workloads zipf,gaussian --scenarios topp0.9,topk100_topp0.9 2>&1 \
+      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
+  done
   s=tests/test_triton_sampling.py; t=tests/test_triton_top_k.py; m=tests/test_triton_masks.py
   gpu_tests next "${TESTS_S:-400}" "$s::test_gpu_real_shapes" "$s::test_gpu_support_and_fit_over_many_draws" \
     "$s::test_gpu_per_row_parameters_real_vocab" "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" \

@@ -237,6 +237,38 @@ def test_top_p_near_one_band_at_the_bottom_is_exact(monkeypatch):
     run_and_check(x, "bfloat16", None, 1 - 1e-7)
 
 
+def test_lean_pass_a_masses_are_exact(monkeypatch):
+    """Pass A's masses relative to a fixed reference (the launch table's ``lean``: the first
+    tile's largest finite entry) give the oracle's masks on every generator family: the
+    segments whose max lies far above the reference (extremes, peaked, sorted rows), that hold
+    +inf or whose first tile has no finite entry take the online form again."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+
+    table = launch_module.pipeline_config
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), lean_mass=True))
+    lean_flags = []
+    real_launch = launch_module.launch
+
+    def recording_launch(kernel, grid, *args, **kwargs):
+        if kernel is launch_module.candidates_kernel:
+            lean_flags.append(kwargs["LEAN"])
+        real_launch(kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(launch_module, "launch", recording_launch)
+    V = 1001
+    x = np.concatenate([batch for _, batch in generators._family_batches(V, np.random.default_rng(23))])
+    B = x.shape[0]
+    k_rows = np.resize(np.array([0, 1, 50, V, 7], dtype=np.int64), B)
+    for k, p in [(None, 0.5), (None, 0.9), (None, 1 - 1e-7), (k_rows, 0.9)]:
+        run_and_check(x, "float32", k, p)
+    run_and_check(generators.zipf_logits(2, V, 1.1, np.random.default_rng(24)), "bfloat16",
+                  None, 0.9)
+    assert lean_flags and all(lean_flags), lean_flags  # pass A ran the lean form every time
+
+
 @pytest.mark.parametrize("sparse_wide", [0, 64])
 def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide):
     """The wide compaction's two ways of appending a tile (one by one, or a prefix sum: which one

@@ -73,7 +73,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     wide compaction / mask write pass (``write``), the (dense candidates, warps) of the per-row
     search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
     ``sortbig=0xW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile, warps) of the wide
-    top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), or the size of the wide top-p
+    top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), pass A's
+    masses relative to a fixed reference (``lean=1x0``), or the size of the wide top-p
     band's sample and the warps placing it (``band=4096x8``)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -128,6 +129,7 @@ class PipelineConfig:
     block_round: int = WIDE_BLOCK  # tile of the wide stage's 16-way rounds
     block_wide2: int = 128  # tile of the wide compaction after the rounds
     warps_wide2: int = 1  # its warps
+    lean_mass: bool = False  # pass A's masses relative to a fixed reference (measuring option)
     warps_round: int = 0  # their warps (0: ``warps_stream``)
 
     @property
@@ -163,6 +165,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         warps_cutoff = 0
         block_round, warps_round = WIDE_BLOCK, 0
         block_wide2, warps_wide2 = block_wide, warps_wide
+        lean_mass = False
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -193,6 +196,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # H200, fp32 zipf topp0.9, B = 1024: wide_compact 467.8 -> 459.4 us at 256 x 4 (128 x 4
         # 466.2, 512 x 8 464.1; BENCHMARKS.md thirteenth session)
         block_wide2, warps_wide2 = _table_override("wide2", (256, 4))
+        lean_mass = _table_override("lean", (0, 0))[0] == 1
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -220,7 +224,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           block_write=min(block_write, block) if block_write else 0,
                           warps_write=warps_write, warps_cutoff=warps_cutoff,
                           block_round=block_round, warps_round=warps_round,
-                          block_wide2=min(block_wide2, block), warps_wide2=warps_wide2)
+                          block_wide2=min(block_wide2, block), warps_wide2=warps_wide2,
+                          lean_mass=lean_mass)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -256,7 +261,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     for again in (False, True):
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=cfg.sparse, ONLY_RETRY=again,
-                                           num_warps=warps_cand)
+                                           LEAN=cfg.lean_mass and has_p, num_warps=warps_cand)
         for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search
             # warps whatever the dense packing's

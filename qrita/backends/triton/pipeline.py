@@ -111,15 +111,56 @@ def online_mass(x, valid, is_cand, lane_max, lane_mass, lane_cand_mass):
 
 
 @triton.jit
+def fixed_ref_mass(x, valid, is_cand, ref, lane_max, lane_mass, lane_cand_mass):
+    """One tile of :func:`online_mass`'s sums relative to a fixed reference ``ref`` instead of
+    each lane's running max: exp(x - ref) per finite entry, no rescaling (fewer operations per
+    entry). The caller checks afterwards that no term could overflow (max - ref small)."""
+    finite = valid & (tl.abs(x) < float("inf"))
+    xf = tl.where(finite, x, -float("inf"))
+    w = tl.exp(xf - ref)
+    return (tl.maximum(lane_max, xf), lane_mass + w,
+            lane_cand_mass + tl.where(is_cand, w, 0.0))
+
+
+@triton.jit
+def segment_mass_online(row_x, V, seg_start, seg_len, bound, lanes, BLOCK: tl.constexpr):
+    """A segment's max, mass and candidate mass (entries >= bound) and its +inf counts
+    (entries, + 65536 x candidates) by :func:`online_mass`: LEAN pass A's exact fallback."""
+    lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
+    lane_mass = tl.zeros([BLOCK], tl.float32)
+    lane_cand_mass = tl.zeros([BLOCK], tl.float32)
+    lane_inf = tl.zeros([BLOCK], tl.int32)
+    for off in range(0, seg_len, BLOCK):
+        offs = seg_start + off + lanes
+        valid = offs < V
+        x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
+        is_cand = valid & (x >= bound)
+        lane_max, lane_mass, lane_cand_mass = online_mass(x, valid, is_cand, lane_max,
+                                                          lane_mass, lane_cand_mass)
+        is_inf = valid & (x == float("inf"))
+        lane_inf += is_inf.to(tl.int32) + (is_inf & is_cand).to(tl.int32) * 65536
+    seg_max = tl.max(lane_max, axis=0)
+    lane_scale = tl.where(lane_max > -float("inf"), tl.exp(lane_max - seg_max), 0.0)
+    return (seg_max, tl.sum(lane_mass * lane_scale, axis=0),
+            tl.sum(lane_cand_mass * lane_scale, axis=0), tl.sum(lane_inf & 65535, axis=0),
+            tl.sum(lane_inf >> 16, axis=0))
+
+
+@triton.jit
 def candidates_kernel(
     x_ptr, k_ptr, p_ptr, cutoff_ptr,
     V, stride_x, seg_len, k_scalar, p_scalar, row_i_ptr,
     cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
-    SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr,
+    SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr, LEAN: tl.constexpr = False,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
+
+    LEAN (with HAS_P; a measuring option, off by default): the masses are summed relative to a
+    fixed reference, the first tile's largest finite entry, with no per-entry rescaling and no
+    +inf counting in the loop; a segment whose max lies more than 60 above the reference, whose
+    first tile has no finite entry, or that holds +inf, is measured again by the online form.
 
     x_ptr : (B, V) logits, unit stride along V; k_ptr / p_ptr : (B,) when K_ARRAY / P_ARRAY
     row_i_ptr : (B, 16) int32 (read when ONLY_RETRY: only rows in mode 5, the retry, run again,
@@ -169,6 +210,12 @@ def candidates_kernel(
         lane_inf = tl.zeros([BLOCK], tl.int32)  # +inf entries, + 65536 x +inf candidates
         lanes = tl.arange(0, BLOCK)
         x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
+        ref = zero_i.to(tl.float32)
+        if HAS_P and LEAN:
+            first = x_next.to(tl.float32)
+            ref = tl.max(tl.where((seg_start + lanes < V) & (tl.abs(first) < float("inf")),
+                                  first, -float("inf")), axis=0)
+            ref = tl.where(ref > -float("inf"), ref, 0.0)  # no finite entry: the check redoes it
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + lanes
             valid = offs < V
@@ -184,10 +231,14 @@ def candidates_kernel(
                 is_cand = valid & (x >= bound)
                 lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), x, -float("inf")))
             if HAS_P:
-                lane_max, lane_mass, lane_cand_mass = online_mass(
-                    x, valid, is_cand, lane_max, lane_mass, lane_cand_mass)
-                is_inf = valid & (x == float("inf"))
-                lane_inf += is_inf.to(tl.int32) + (is_inf & is_cand).to(tl.int32) * 65536
+                if LEAN:
+                    lane_max, lane_mass, lane_cand_mass = fixed_ref_mass(
+                        x, valid, is_cand, ref, lane_max, lane_mass, lane_cand_mass)
+                else:
+                    lane_max, lane_mass, lane_cand_mass = online_mass(
+                        x, valid, is_cand, lane_max, lane_mass, lane_cand_mass)
+                    is_inf = valid & (x == float("inf"))
+                    lane_inf += is_inf.to(tl.int32) + (is_inf & is_cand).to(tl.int32) * 65536
             n_tile = tl.sum(is_cand.to(tl.int32), axis=0)
             if n_tile > 0:
                 compact_tile(x, seg_start + off, is_cand, lanes, n_tile, n_cand, row_x, cand_val,
@@ -199,11 +250,25 @@ def candidates_kernel(
         key_max = rank_key(top, SMALLEST)  # an all-NaN segment gives the floor: an upper bound
         if HAS_P:
             seg_max = tl.max(lane_max, axis=0)
-            lane_scale = tl.where(lane_max > -float("inf"), tl.exp(lane_max - seg_max), 0.0)
-            seg_mass = tl.sum(lane_mass * lane_scale, axis=0)
-            cand_mass = tl.sum(lane_cand_mass * lane_scale, axis=0)
-            n_inf = tl.sum(lane_inf & 65535, axis=0)
-            n_inf_cand = tl.sum(lane_inf >> 16, axis=0)
+            if LEAN:
+                # as the online form when no sum can overflow (seg_len terms of at most
+                # exp(60) each), scaled to the segment's max; otherwise (and with +inf) again
+                scale = tl.exp(ref - seg_max)
+                seg_mass = tl.sum(lane_mass, axis=0) * scale
+                cand_mass = tl.sum(lane_cand_mass, axis=0) * scale
+                redo = (seg_max - ref > 60.0) | (top == float("inf"))
+                if seg_max == -float("inf"):  # no finite entry: no mass (the online form's)
+                    seg_mass = zero_i.to(tl.float32)
+                    cand_mass = zero_i.to(tl.float32)
+                if redo:
+                    seg_max, seg_mass, cand_mass, n_inf, n_inf_cand = segment_mass_online(
+                        row_x, V, seg_start, seg_len, bound, lanes, BLOCK)
+            else:
+                lane_scale = tl.where(lane_max > -float("inf"), tl.exp(lane_max - seg_max), 0.0)
+                seg_mass = tl.sum(lane_mass * lane_scale, axis=0)
+                cand_mass = tl.sum(lane_cand_mass * lane_scale, axis=0)
+                n_inf = tl.sum(lane_inf & 65535, axis=0)
+                n_inf_cand = tl.sum(lane_inf >> 16, axis=0)
     if write:
         tl.store(seg_f_ptr + slot * SEG_F + 0, seg_max)
         tl.store(seg_f_ptr + slot * SEG_F + 1, seg_mass)
