@@ -589,7 +589,7 @@ fi
 if [[ $stage == next ]]; then  # prepared, not run: pass A's lean masses (A/B); GPU tests not run at the thirteenth session's kernels
   for env in "" QRITA_LAUNCH_TABLE=lean=1x0; do
     echo "== env '$env'"
-    env $env timeout 100 python3 benchmarks/profile_pipeline.py --out "$OUT/p_${env:-default}" --batch 1024 \
+    env $env timeout 100 python3 benchmarks/profile_pipeline.py --out "$OUT/p_$(echo "${env:-default}" | tr '=' '_')" --batch 1024 \
       --dtypes float32 --workloads zipf,gaussian --scenarios topp0.9,topk100_topp0.9 2>&1 \
       | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
   done
