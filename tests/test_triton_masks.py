@@ -259,7 +259,14 @@ def test_lean_pass_a_masses_are_exact(monkeypatch):
 
     monkeypatch.setattr(launch_module, "launch", recording_launch)
     V = 1001
-    x = np.concatenate([batch for _, batch in generators._family_batches(V, np.random.default_rng(23))])
+    rng = np.random.default_rng(23)
+    # a first tile without finite entries before entries far below 0 (the reference defaults
+    # above them), and one entry far above its segment's first tile
+    low = np.full((1, V), -np.inf, dtype=np.float32)
+    low[0, 200:] = generators.gaussian_logits(1, V - 200, 1.0, rng)[0] - 200.0
+    jump = generators.gaussian_logits(1, V, 1.0, rng)
+    jump[0, 700] = 100.0
+    x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)] + [low, jump])
     B = x.shape[0]
     k_rows = np.resize(np.array([0, 1, 50, V, 7], dtype=np.int64), B)
     for k, p in [(None, 0.9), (None, 1 - 1e-7), (k_rows, 0.5)]:

@@ -111,15 +111,13 @@ def online_mass(x, valid, is_cand, lane_max, lane_mass, lane_cand_mass):
 
 
 @triton.jit
-def fixed_ref_mass(x, valid, is_cand, ref, lane_max, lane_mass, lane_cand_mass):
+def fixed_ref_mass(x, valid, is_cand, ref, lane_mass, lane_cand_mass):
     """One tile of :func:`online_mass`'s sums relative to a fixed reference ``ref`` instead of
-    each lane's running max: exp(x - ref) per finite entry, no rescaling (fewer operations per
-    entry). The caller checks afterwards that no term could overflow (max - ref small)."""
-    finite = valid & (tl.abs(x) < float("inf"))
-    xf = tl.where(finite, x, -float("inf"))
-    w = tl.exp(xf - ref)
-    return (tl.maximum(lane_max, xf), lane_mass + w,
-            lane_cand_mass + tl.where(is_cand, w, 0.0))
+    each lane's running max: exp(x - ref) per non-NaN entry, no rescaling and no running max
+    (the segment's max is its largest non-NaN value; -inf adds 0). The caller checks afterwards
+    that no term could overflow (max - ref small) and redoes a segment holding +inf."""
+    w = tl.exp(tl.where(valid & (x == x), x, -float("inf")) - ref)
+    return lane_mass + w, lane_cand_mass + tl.where(is_cand, w, 0.0)
 
 
 @triton.jit
@@ -232,8 +230,8 @@ def candidates_kernel(
                 lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), x, -float("inf")))
             if HAS_P:
                 if LEAN:
-                    lane_max, lane_mass, lane_cand_mass = fixed_ref_mass(
-                        x, valid, is_cand, ref, lane_max, lane_mass, lane_cand_mass)
+                    lane_mass, lane_cand_mass = fixed_ref_mass(x, valid, is_cand, ref,
+                                                               lane_mass, lane_cand_mass)
                 else:
                     lane_max, lane_mass, lane_cand_mass = online_mass(
                         x, valid, is_cand, lane_max, lane_mass, lane_cand_mass)
@@ -250,13 +248,17 @@ def candidates_kernel(
         key_max = rank_key(top, SMALLEST)  # an all-NaN segment gives the floor: an upper bound
         if HAS_P:
             seg_max = tl.max(lane_max, axis=0)
-            if LEAN:
+            if LEAN:  # the largest non-NaN entry: finite, -inf (no finite entry) or +inf (redo)
+                seg_max = top
                 # as the online form when no sum can overflow (seg_len terms of at most
-                # exp(60) each), scaled to the segment's max; otherwise (and with +inf) again
+                # exp(60) each) and the reference is one of the segment's entries (the max is
+                # not below it: a defaulted reference may lie above every entry), scaled to
+                # the segment's max; otherwise (and with +inf) measured again
                 scale = tl.exp(ref - seg_max)
                 seg_mass = tl.sum(lane_mass, axis=0) * scale
                 cand_mass = tl.sum(lane_cand_mass, axis=0) * scale
-                redo = (seg_max - ref > 60.0) | (top == float("inf"))
+                redo = ((seg_max - ref > 60.0) | (top == float("inf"))
+                        | ((seg_max < ref) & (seg_max > -float("inf"))))
                 if seg_max == -float("inf"):  # no finite entry: no mass (the online form's)
                     seg_mass = zero_i.to(tl.float32)
                     cand_mass = zero_i.to(tl.float32)
