@@ -586,7 +586,10 @@ if [[ $stage == s13f ]]; then  # the session's last call: uniforms by kernel arg
     "$s::test_gpu_cuda_graph_capture_and_replay" "$s::test_gpu_public_api_torch_and_1d" \
     "$s::test_gpu_real_shapes"
 fi
-if [[ $stage == next ]]; then  # prepared, not run: pass A's lean masses (A/B); GPU tests not run at the thirteenth session's kernels
+if [[ $stage == next ]]; then  # prepared, not run: the JAX adapter's direct DLPack import; pass A's lean masses (A/B); GPU tests not run at the thirteenth session's kernels
+  timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
+    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -20
+  timeout 90 python3 -m pytest -m gpu -p no:cacheprovider -q tests/test_backend_gpu.py 2>&1 | tail -3
   for env in "" QRITA_LAUNCH_TABLE=lean=1x0; do
     echo "== env '$env'"
     env $env timeout 100 python3 benchmarks/profile_pipeline.py --out "$OUT/p_$(echo "${env:-default}" | tr '=' '_')" --batch 1024 \

@@ -139,6 +139,32 @@ def test_stream_scope_is_a_no_op_on_cpu():
         pass
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int32", "bool", "int64"])
+def test_from_torch_direct_import_is_zero_copy_and_exact(dtype):
+    """The adapter's direct DLPack import (JAX internals, looked up once per device) returns the
+    torch tensor's own buffer as a jax.Array with the same values and dtype; a dtype JAX would
+    canonicalise (int64 without x64) takes the public ``jax.dlpack.from_dlpack`` instead, and
+    ``from_torch`` gives the same result either way."""
+    torch = pytest.importorskip("torch")
+    t = (torch.randn(4, 96, generator=torch.Generator().manual_seed(5)) * 9).to(
+        getattr(torch, dtype))
+    direct = _jax._direct_import(t)
+    x64 = bool(jax.config.jax_enable_x64)
+    if dtype == "int64" and not x64:
+        assert direct is None
+    else:
+        assert direct is not None and isinstance(direct, jax.Array)
+        assert direct.unsafe_buffer_pointer() == t.data_ptr()
+        assert str(direct.dtype) == dtype and direct.shape == tuple(t.shape)
+        np.testing.assert_array_equal(np.asarray(direct).astype(np.float64),
+                                      t.to(torch.float64).numpy())
+    out = _jax.from_torch(t, like=jnp.zeros(1))
+    want_dtype = "int32" if dtype == "int64" and not x64 else dtype
+    assert str(out.dtype) == want_dtype
+    np.testing.assert_array_equal(np.asarray(out).astype(np.float64),
+                                  t.to(torch.float64).numpy())
+
+
 def test_index_dtype_follows_x64():
     assert _jax.index_dtype() == (np.int64 if jax.config.jax_enable_x64 else np.int32)
 

@@ -123,9 +123,61 @@ def index_dtype() -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(np.int64))
 
 
+#: (DLPack device type, device id) -> (JAX device, JAX's stream for external ready events),
+#: for :func:`_direct_import`
+_IMPORT_TARGETS: dict[tuple[int, int], tuple[Any, Any]] = {}
+
+
+def _direct_import(t: Any) -> Any:
+    """``jax.dlpack.from_dlpack(t)`` without its per-call checks and lookups, or None.
+
+    The public function looks up the backend, the device and the device's stream for external
+    ready events on every call, and re-wraps the result with ``jnp.asarray``. Here the device and
+    stream are looked up once per device and the same two exchange steps follow:
+    ``t.__dlpack__(stream=...)`` (the producer makes that stream wait for its pending work) and
+    jaxlib's ``dlpack_managed_tensor_to_buffer``. This uses JAX internals (``jax._src``): on any
+    other jaxlib, a dtype JAX would canonicalise, or any error, it returns None and the caller
+    takes the public path (measured on a CPU: 297 -> 34 µs per call, jax 0.10.2).
+    """
+    try:
+        from jax._src import dlpack as jdl
+        from jax._src import dtypes
+        from jax._src.lib import _jax
+
+        if getattr(jdl, "jaxlib_extension_version", 0) < 467:
+            return None
+        dl_type, dev_id = t.__dlpack_device__()
+        key = (int(dl_type), int(dev_id))
+        target = _IMPORT_TARGETS.get(key)
+        if target is None:
+            if key[0] not in (int(jdl.DLDeviceType.kDLCPU), int(jdl.DLDeviceType.kDLCUDA),
+                              int(jdl.DLDeviceType.kDLROCM)):
+                return None
+            backend = jdl.xla_bridge.get_backend(jdl._DL_DEVICE_TO_PLATFORM[dl_type])
+            device = backend.device_from_local_hardware_id(dev_id)
+            try:
+                stream = device.get_stream_for_external_ready_events()
+            except _jax.JaxRuntimeError as err:
+                if "UNIMPLEMENTED" not in str(err):
+                    return None
+                stream = None
+            target = _IMPORT_TARGETS[key] = (device, stream)
+        device, stream = target
+        arr = _jax.dlpack_managed_tensor_to_buffer(t.__dlpack__(stream=stream), device, stream,
+                                                   None, key[0])
+        if arr.dtype != dtypes.canonicalize_dtype(arr.dtype):
+            return None
+        return arr
+    except Exception:  # noqa: BLE001 - any surprise: the public path (which raises properly)
+        return None
+
+
 def _from_dlpack(t: Any) -> Any:
     import jax
 
+    arr = _direct_import(t)
+    if arr is not None:
+        return arr
     from_dlpack = getattr(getattr(jax, "dlpack", None), "from_dlpack", None)
     if from_dlpack is None:  # pragma: no cover - older/newer layouts
         import jax.numpy as jnp
