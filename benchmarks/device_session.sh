@@ -59,6 +59,15 @@ profile_envs() {
 # profile_knobs WORKLOADS DEFAULT_SCENARIOS KNOB_SCENARIOS ENV...: B = 1024 fp32 profiles, once per
 # environment setting ("" = the defaults, with DEFAULT_SCENARIOS; a knob, with KNOB_SCENARIOS),
 # each into p_<setting>/ (A/B of measuring knobs; $KNOB_S seconds each, default 90)
+# prof NAME SCENARIOS WORKLOADS [ENV...]: a B = 1024 fp32 profile of the scenarios with ENV set,
+# into p_NAME/ (KNOB_S seconds at most)
+prof() {
+  local name=$1 scen=$2 wl=$3; shift 3
+  echo "== $name"
+  env "$@" timeout "${KNOB_S:-90}" python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
+    --batch 1024 --dtypes float32 --workloads "$wl" --scenarios "$scen" 2>&1 \
+    | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
+}
 profile_knobs() {
   local wl=$1 scen_default=$2 scen_knob=$3 env name scen; shift 3
   for env in "$@"; do
@@ -502,13 +511,6 @@ if [[ $stage == s12e ]]; then  # the session's last call: fp32 B = 1024 bench, t
     "$m::test_gpu_top_k_retry_rows_exact" "$t::test_gpu_top_k_cuda_graph"
 fi
 if [[ $stage == s13a ]]; then  # the band in a launch of its own (sorted sample vs pivot rounds, warps), the rounds' tile; the cutoff's warps
-  prof() {  # prof NAME SCENARIOS WORKLOADS [ENV...]
-    local name=$1 scen=$2 wl=$3; shift 3
-    echo "== $name"
-    env "$@" timeout "${KNOB_S:-110}" python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
-      --batch 1024 --dtypes float32 --workloads "$wl" --scenarios "$scen" 2>&1 \
-      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
-  }
   prof default topp0.9,topk50,k50,topk100_topp0.9 zipf,gaussian
   prof bandpivot topp0.9 zipf,gaussian QRITA_BAND_SORT=0
   prof band8 topp0.9 zipf QRITA_LAUNCH_TABLE=band=4096x8
@@ -527,13 +529,6 @@ if [[ $stage == s13b ]]; then  # GPU tests of the wide stage's new launch, then 
   echo "bench exit $?"; tail -c 3000 "$OUT/bench_s13b.log"
 fi
 if [[ $stage == s13c ]]; then  # the band kernel's warps (pivot rounds), the rounds at 1 warp; then the s13b GPU tests
-  prof() {
-    local name=$1 scen=$2 wl=$3; shift 3
-    echo "== $name"
-    env "$@" timeout "${KNOB_S:-80}" python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
-      --batch 1024 --dtypes float32 --workloads "$wl" --scenarios "$scen" 2>&1 \
-      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
-  }
   prof default topp0.9 zipf
   prof band8 topp0.9 zipf QRITA_LAUNCH_TABLE=band=4096x8
   prof band16 topp0.9 zipf QRITA_LAUNCH_TABLE=band=4096x16
@@ -543,13 +538,6 @@ if [[ $stage == s13c ]]; then  # the band kernel's warps (pivot rounds), the rou
     "$m::test_gpu_more_than_2_31_elements" "$m::test_gpu_real_vocab"
 fi
 if [[ $stage == s13d ]]; then  # the compaction after the rounds (tile x warps); the rest of the real-vocab tests; the B = 1024 sampler / mask bench
-  prof() {
-    local name=$1 scen=$2 wl=$3; shift 3
-    echo "== $name"
-    env "$@" timeout "${KNOB_S:-80}" python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
-      --batch 1024 --dtypes float32 --workloads "$wl" --scenarios "$scen" 2>&1 \
-      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
-  }
   prof default topp0.9 zipf
   prof wide2_128x4 topp0.9 zipf QRITA_LAUNCH_TABLE=wide2=128x4
   prof wide2_256x4 topp0.9 zipf QRITA_LAUNCH_TABLE=wide2=256x4
@@ -590,12 +578,8 @@ if [[ $stage == next ]]; then  # prepared, not run: the JAX adapter's direct DLP
   timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
     | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -20
   timeout 90 python3 -m pytest -m gpu -p no:cacheprovider -q tests/test_backend_gpu.py 2>&1 | tail -3
-  for env in "" QRITA_LAUNCH_TABLE=lean=1x0; do
-    echo "== env '$env'"
-    env $env timeout 100 python3 benchmarks/profile_pipeline.py --out "$OUT/p_$(echo "${env:-default}" | tr '=' '_')" --batch 1024 \
-      --dtypes float32 --workloads zipf,gaussian --scenarios topp0.9,topk100_topp0.9 2>&1 \
-      | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
-  done
+  prof default topp0.9,topk100_topp0.9 zipf,gaussian
+  prof lean topp0.9,topk100_topp0.9 zipf,gaussian QRITA_LAUNCH_TABLE=lean=1x0
   s=tests/test_triton_sampling.py; t=tests/test_triton_top_k.py; m=tests/test_triton_masks.py
   gpu_tests next "${TESTS_S:-400}" "$s::test_gpu_real_shapes" "$s::test_gpu_support_and_fit_over_many_draws" \
     "$s::test_gpu_per_row_parameters_real_vocab" "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" \
