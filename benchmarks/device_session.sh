@@ -59,13 +59,13 @@ profile_envs() {
 # profile_knobs WORKLOADS DEFAULT_SCENARIOS KNOB_SCENARIOS ENV...: B = 1024 fp32 profiles, once per
 # environment setting ("" = the defaults, with DEFAULT_SCENARIOS; a knob, with KNOB_SCENARIOS),
 # each into p_<setting>/ (A/B of measuring knobs; $KNOB_S seconds each, default 90)
-# prof NAME SCENARIOS WORKLOADS [ENV...]: a B = 1024 fp32 profile of the scenarios with ENV set,
-# into p_NAME/ (KNOB_S seconds at most)
+# prof NAME SCENARIOS WORKLOADS [ENV...]: a B = 1024 profile (dtypes PROF_DTYPES, default
+# float32) of the scenarios with ENV set, into p_NAME/ (KNOB_S seconds at most)
 prof() {
   local name=$1 scen=$2 wl=$3; shift 3
   echo "== $name"
   env "$@" timeout "${KNOB_S:-90}" python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
-    --batch 1024 --dtypes float32 --workloads "$wl" --scenarios "$scen" 2>&1 \
+    --batch 1024 --dtypes "${PROF_DTYPES:-float32}" --workloads "$wl" --scenarios "$scen" 2>&1 \
     | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
 }
 profile_knobs() {
@@ -580,6 +580,9 @@ if [[ $stage == next ]]; then  # prepared, not run: the JAX adapter's direct DLP
   timeout 90 python3 -m pytest -m gpu -p no:cacheprovider -q tests/test_backend_gpu.py 2>&1 | tail -3
   prof default topp0.9,topk100_topp0.9 zipf,gaussian
   prof lean topp0.9,topk100_topp0.9 zipf,gaussian QRITA_LAUNCH_TABLE=lean=1x0
+  # the 16-bit dtypes' band at 50% of the slots (default since 13th session, from band_sim.py) vs 75%
+  PROF_DTYPES=bfloat16,float16 KNOB_S=150 prof b16 topp0.9,topp0.99 zipf,gaussian
+  PROF_DTYPES=bfloat16,float16 KNOB_S=150 prof b16_75 topp0.9,topp0.99 zipf,gaussian QRITA_LAUNCH_TABLE=bandpct=75x0
   s=tests/test_triton_sampling.py; t=tests/test_triton_top_k.py; m=tests/test_triton_masks.py
   gpu_tests next "${TESTS_S:-400}" "$s::test_gpu_real_shapes" "$s::test_gpu_support_and_fit_over_many_draws" \
     "$s::test_gpu_per_row_parameters_real_vocab" "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" \

@@ -74,7 +74,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
     ``sortbig=0xW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile, warps) of the wide
     top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), pass A's
-    masses relative to a fixed reference (``lean=1x0``), or the size of the wide top-p
+    masses relative to a fixed reference (``lean=1x0``), the band's size cap in percent of the
+    slots (``bandpct=75x0``), or the size of the wide top-p
     band's sample and the warps placing it (``band=4096x8``)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -130,6 +131,7 @@ class PipelineConfig:
     block_wide2: int = 128  # tile of the wide compaction after the rounds
     warps_wide2: int = 1  # its warps
     lean_mass: bool = False  # pass A's masses relative to a fixed reference (measuring option)
+    band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     warps_round: int = 0  # their warps (0: ``warps_stream``)
 
     @property
@@ -138,8 +140,8 @@ class PipelineConfig:
 
     @property
     def max_band(self) -> float:
-        """Entries the wide top-p band aims below: three quarters of the real slots."""
-        return 0.75 * self.nseg * self.cap_seg
+        """Entries the wide top-p band aims below: ``band_percent`` of the real slots."""
+        return self.band_percent / 100.0 * self.nseg * self.cap_seg
 
     @property
     def max_cands(self) -> float:
@@ -166,6 +168,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_round, warps_round = WIDE_BLOCK, 0
         block_wide2, warps_wide2 = block_wide, warps_wide
         lean_mass = False
+        band_percent = 75
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -197,6 +200,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 466.2, 512 x 8 464.1; BENCHMARKS.md thirteenth session)
         block_wide2, warps_wide2 = _table_override("wide2", (256, 4))
         lean_mass = _table_override("lean", (0, 0))[0] == 1
+        # 16-bit logits: the band spans a few keys with hundreds of copies each near T, and at
+        # 75% of the slots its fullest segment overflows in ~40% of zipf top-p 0.9 rows (they
+        # take the rounds); at 50% in ~4%, float32 unchanged (benchmarks/band_sim.py, a NumPy
+        # model of the band that matches the H200's hit rates; BENCHMARKS.md thirteenth session)
+        band_percent = _table_override("bandpct", (75 if dtype == torch.float32 else 50, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -225,7 +233,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           warps_write=warps_write, warps_cutoff=warps_cutoff,
                           block_round=block_round, warps_round=warps_round,
                           block_wide2=min(block_wide2, block), warps_wide2=warps_wide2,
-                          lean_mass=lean_mass)
+                          lean_mass=lean_mass, band_percent=band_percent)
 
 
 @functools.lru_cache(maxsize=4096)
