@@ -580,6 +580,8 @@ if [[ $stage == next ]]; then  # prepared, not run: the JAX adapter's direct DLP
   timeout 90 python3 -m pytest -m gpu -p no:cacheprovider -q tests/test_backend_gpu.py 2>&1 | tail -3
   prof default topp0.9,topk100_topp0.9 zipf,gaussian
   prof lean topp0.9,topk100_topp0.9 zipf,gaussian QRITA_LAUNCH_TABLE=lean=1x0
+  prof split2 topp0.9,topp0.99 zipf,gaussian QRITA_LAUNCH_TABLE=roundsplit=2x0
+  prof split4 topp0.9,topp0.99 zipf,gaussian QRITA_LAUNCH_TABLE=roundsplit=4x0
   # the 16-bit dtypes' band at 50% of the slots (default since 13th session, from band_sim.py) vs 75%
   PROF_DTYPES=bfloat16,float16 KNOB_S=150 prof b16 topp0.9,topp0.99 zipf,gaussian
   PROF_DTYPES=bfloat16,float16 KNOB_S=150 prof b16_75 topp0.9,topp0.99 zipf,gaussian QRITA_LAUNCH_TABLE=bandpct=75x0

@@ -274,6 +274,27 @@ def test_lean_pass_a_masses_are_exact(monkeypatch):
     assert lean_flags and all(lean_flags), lean_flags  # pass A ran the lean form every time
 
 
+def test_wide_rounds_split_over_programs_are_exact(monkeypatch):
+    """The 16-way rounds with each segment split over two programs (the launch table's
+    ``roundsplit``; partial counts merged in their fixed order) give the oracle's masks on rows
+    the band misses (heavy ties: the band overflows), which do run the rounds."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+
+    table = launch_module.pipeline_config
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), round_split=2))
+    rng = np.random.default_rng(29)
+    V = 1000
+    x = np.concatenate([generators.quantised(generators.gaussian_logits(2, V, 2.0, rng), 2),
+                        generators.zipf_logits(1, V, 1.1, rng)])
+    for p in (0.9, 0.99):
+        stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+        run_and_check(x, "float32", None, p, stats=stats)
+        assert (stats[:2, 4].cpu().numpy() > 0).all(), stats[:, 4]  # the tied rows took rounds
+
+
 @pytest.mark.parametrize("sparse_wide", [0, 64])
 def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide):
     """The wide compaction's two ways of appending a tile (one by one, or a prefix sum: which one

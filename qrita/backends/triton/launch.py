@@ -75,7 +75,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     ``sortbig=0xW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile, warps) of the wide
     top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), pass A's
     masses relative to a fixed reference (``lean=1x0``), the band's size cap in percent of the
-    slots (``bandpct=75x0``), or the size of the wide top-p
+    slots (``bandpct=75x0``), the programs per segment of the 16-way rounds (``roundsplit=4x0``),
+    or the size of the wide top-p
     band's sample and the warps placing it (``band=4096x8``)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -132,6 +133,7 @@ class PipelineConfig:
     warps_wide2: int = 1  # its warps
     lean_mass: bool = False  # pass A's masses relative to a fixed reference (measuring option)
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
+    round_split: int = 1  # programs per segment in the wide stage's 16-way rounds
     warps_round: int = 0  # their warps (0: ``warps_stream``)
 
     @property
@@ -169,6 +171,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_wide2, warps_wide2 = block_wide, warps_wide
         lean_mass = False
         band_percent = 75
+        round_split = 1
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -205,6 +208,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # take the rounds); at 50% in ~4%, float32 unchanged (benchmarks/band_sim.py, a NumPy
         # model of the band that matches the H200's hit rates; BENCHMARKS.md thirteenth session)
         band_percent = _table_override("bandpct", (75 if dtype == torch.float32 else 50, 0))[0]
+        round_split = _table_override("roundsplit", (1, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -233,7 +237,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           warps_write=warps_write, warps_cutoff=warps_cutoff,
                           block_round=block_round, warps_round=warps_round,
                           block_wide2=min(block_wide2, block), warps_wide2=warps_wide2,
-                          lean_mass=lean_mass, band_percent=band_percent)
+                          lean_mass=lean_mass, band_percent=band_percent,
+                          round_split=round_split if seg_len % (round_split * block_round) == 0
+                          else 1)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -291,7 +297,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     plan["band"] = dict(SAMPLE=cfg.band_sample, num_warps=cfg.warps_band)
     plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block),
                          num_warps=cfg.warps_round or cfg.warps_stream)
-    plan["narrow"] = dict(NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_stream)
+    plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split),
+                          num_warps=cfg.warps_stream)
     return plan
 
 
@@ -304,7 +311,8 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
              "part_f", "row_info")
     widths = (1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 8,
-              cfg.nseg * 32 if wide else 0, cfg.nseg * 16 if wide else 0,
+              cfg.nseg * cfg.round_split * 32 if wide else 0,
+              cfg.nseg * cfg.round_split * 16 if wide else 0,
               0 if row_info is not None else ROW_INFO)
     # one allocation and one split (flat per-part chunks: the kernels index rows themselves);
     # few host calls, this runs on every call
@@ -371,12 +379,15 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         launch(wide_band_kernel, (batch,),
                x, row_info, row_f, vocab, stride_x, cfg.max_band, **plan["band"])
         compact_and_search(True)  # the band: finishes the rows it holds
-        for _ in range(WIDE_ROUNDS):  # the rows it missed
-            launch(wide_round_kernel, grid_seg,
-                   x, row_info, row_f, vocab, stride_x, cfg.seg_len, part_i, part_f,
-                   **plan["round"])
+        # the rows it missed; a round may split each segment over ``round_split`` programs
+        # (its partial counts are then per part, merged in their fixed order)
+        parts = cfg.nseg * cfg.round_split
+        for _ in range(WIDE_ROUNDS):
+            launch(wide_round_kernel, (batch, parts),
+                   x, row_info, row_f, vocab, stride_x, cfg.seg_len // cfg.round_split, part_i,
+                   part_f, **plan["round"])
             launch(wide_narrow_kernel, (batch,),
-                   row_info, row_f, part_i, part_f, cfg.nseg, **plan["narrow"])
+                   row_info, row_f, part_i, part_f, parts, **plan["narrow"])
         compact_and_search(False)
     return cand_val, cand_idx, seg_i, seg_before, row_info
 
