@@ -403,11 +403,12 @@ def test_row_sum_is_the_float64_sum():
 _COMPILE = """
 from qrita.backends.triton import aot, philox, sampling_ops
 for target in aot.TARGETS.values():
-    for fresh in (False, True):
-        aot._compile(philox._uniform_kernel, {
-            "seed_ptr": "*i64", "offset_ptr": "*i64", "out_ptr": "*fp32", "n": "i32",
-            "seed_stride": "i32", "offset_stride": "i32", "base_seed": "i64"},
-            dict(FRESH=fresh, BLOCK=128), target, 4)
+    for seed_mode in (0, 1, 2):  # one seed, per-row seeds, fresh seeds
+        for scalar in ("i32", "i64"):  # Triton types a small Python int as i32
+            aot._compile(philox._uniform_kernel, {
+                "seed_ptr": "*i64", "offset_ptr": "*i64", "n": "i32", "seed_scalar": scalar,
+                "offset_scalar": scalar, "out_ptr": "*fp32"},
+                dict(SEED_MODE=seed_mode, OFFSET_ARRAY=seed_mode == 1, BLOCK=128), target, 4)
     aot._compile(sampling_ops._row_sum_kernel, {
         "x_ptr": "*fp64", "out_ptr": "*fp64", "V": "i32", "stride": "i64"},
         dict(BLOCK=1024), target, 4)
