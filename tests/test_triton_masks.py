@@ -269,7 +269,7 @@ def test_lean_pass_a_masses_are_exact(monkeypatch):
     x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)] + [low, jump])
     B = x.shape[0]
     k_rows = np.resize(np.array([0, 1, 50, V, 7], dtype=np.int64), B)
-    for k, p in [(None, 0.9), (None, 1 - 1e-7), (k_rows, 0.5)]:
+    for k, p in [(None, 0.9), (k_rows, 1 - 1e-7)]:
         run_and_check(x, "float32", k, p)
     assert lean_flags and all(lean_flags), lean_flags  # pass A ran the lean form every time
 
