@@ -589,5 +589,5 @@ if [[ $stage == next ]]; then  # prepared, not run: the JAX adapter's direct DLP
   gpu_tests next "${TESTS_S:-400}" "$s::test_gpu_real_shapes" "$s::test_gpu_support_and_fit_over_many_draws" \
     "$s::test_gpu_per_row_parameters_real_vocab" "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" \
     "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_deterministic_and_batch_invariant" \
-    "$m::test_gpu_top_k_retry_rows_exact"
+    "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_batches" "$m::test_gpu_real_vocab"
 fi
