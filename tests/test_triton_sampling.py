@@ -407,7 +407,8 @@ for target in aot.TARGETS.values():
         for scalar in ("i32", "i64"):  # Triton types a small Python int as i32
             aot._compile(philox._uniform_kernel, {
                 "seed_ptr": "*i64", "offset_ptr": "*i64", "n": "i32", "seed_scalar": scalar,
-                "offset_scalar": scalar, "out_ptr": "*fp32"},
+                "offset_scalar": scalar, "seed_stride": "i32", "offset_stride": "i32",
+                "out_ptr": "*fp32"},
                 dict(SEED_MODE=seed_mode, OFFSET_ARRAY=seed_mode == 1, BLOCK=128), target, 4)
     aot._compile(sampling_ops._row_sum_kernel, {
         "x_ptr": "*fp64", "out_ptr": "*fp64", "V": "i32", "stride": "i64"},

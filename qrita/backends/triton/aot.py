@@ -128,7 +128,8 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                      K_P2=one_launch.SORT_MAX if sorted_ else 16), target, 8)
         out["uniforms"] = _compile(philox._uniform_kernel, {
             "seed_ptr": "*i64", "offset_ptr": "*i64", "n": "i32", "seed_scalar": "i64",
-            "offset_scalar": "i64", "out_ptr": "*fp32"},
+            "offset_scalar": "i64", "seed_stride": "i32", "offset_stride": "i32",
+            "out_ptr": "*fp32"},
             dict(SEED_MODE=2, OFFSET_ARRAY=True, BLOCK=128), target, 4)
         out["sort_selection"] = _compile(one_launch.sort_selection_kernel, {
             "x_ptr": f"*{ty}", "stride_x": "i64", "k": "i32", "sel_val_ptr": f"*{ty}",

@@ -28,26 +28,28 @@ _BLOCK = 128
 
 
 @triton.jit
-def _uniform_kernel(seed_ptr, offset_ptr, n, seed_scalar, offset_scalar, out_ptr,
+def _uniform_kernel(seed_ptr, offset_ptr, n, seed_scalar, offset_scalar, seed_stride,
+                    offset_stride, out_ptr,
                     SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr, BLOCK: tl.constexpr):
     """out[i] = uniform of (seed[i], offset[i]) (uint64 values as int64 bit patterns).
 
-    SEED_MODE 0: one seed, ``seed_scalar``; 1: per-row seeds ``seed_ptr`` (B,); 2 (fresh): a
-    distinct seed per row derived from ``seed_scalar``. OFFSET_ARRAY: per-row offsets
-    ``offset_ptr`` (B,), else ``offset_scalar``. Scalars widen to int64 by sign extension (a
-    small value arrives as int32), so they mean the same bits as a loaded int64."""
+    SEED_MODE 0: one seed, ``seed_scalar``; 1: seeds ``seed_ptr[i * seed_stride]`` (stride 0: one
+    device value for every row); 2 (fresh): a distinct seed per row derived from
+    ``seed_scalar``. OFFSET_ARRAY: offsets ``offset_ptr[i * offset_stride]``, else
+    ``offset_scalar``. Scalars widen to int64 by sign extension (a small value arrives as
+    int32), so they mean the same bits as a loaded int64."""
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     valid = i < n
     rows = i.to(tl.int64)
     seed = rows * 0 + seed_scalar  # int64 (a constexpr when Triton specialised a 1)
     if SEED_MODE == 1:
-        seed = tl.load(seed_ptr + rows, mask=valid, other=0)
+        seed = tl.load(seed_ptr + rows * seed_stride, mask=valid, other=0)
     if SEED_MODE == 2:
         # 0x9E3779B97F4A7C15 as int64 (odd): distinct seeds per row, wrapping int64 arithmetic
         seed = seed + rows * (-7046029254386353131)
     offset = rows * 0 + offset_scalar
     if OFFSET_ARRAY:
-        offset = tl.load(offset_ptr + rows, mask=valid, other=0)
+        offset = tl.load(offset_ptr + rows * offset_stride, mask=valid, other=0)
     word = tl.randint(seed, offset).to(tl.uint32, bitcast=True)
     u = (word >> 8).to(tl.float32) * (1.0 / 16777216.0)
     tl.store(out_ptr + i, u, mask=valid)
@@ -76,14 +78,8 @@ def as_u64_bits(v: int | torch.Tensor | None, batch: int, device: torch.device) 
     -------
     torch.Tensor, int64, shape (batch,) for a per-row tensor, else (1,) (broadcast by the kernel).
     """
-    if v is None:
-        v = 0
-    if isinstance(v, numbers.Integral):
-        v = int(v)
-        if not 0 <= v < _U64:
-            raise ValueError(f"seeds and offsets must lie in [0, 2**64), got {v}")
-        bits = v - _U64 if v > _I64_MAX else v
-        return torch.full((1,), bits, dtype=torch.int64, device=device)
+    if v is None or isinstance(v, numbers.Integral):
+        return torch.full((1,), _u64_scalar_bits(v), dtype=torch.int64, device=device)
     t = v.reshape(-1)
     if t.numel() not in (1, batch):
         raise ValueError(f"per-row seeds / offsets must have {batch} entries, got {t.numel()}")
@@ -131,21 +127,15 @@ def uniforms(
     if offset is None or isinstance(offset, numbers.Integral):
         off, off_bits, off_array = out, _u64_scalar_bits(offset), False
     else:
-        off = as_u64_bits(offset, batch, device)
-        off_bits, off_array = 0, off.numel() != 1
-        if not off_array:
-            off = off.expand(batch).contiguous()
-            off_array = True
+        off, off_bits, off_array = as_u64_bits(offset, batch, device), 0, True
     if seed is None:
         seeds, seed_bits, seed_mode = out, fresh_seed(), 2
     elif isinstance(seed, numbers.Integral):
         seeds, seed_bits, seed_mode = out, _u64_scalar_bits(seed), 0
     else:
-        seeds = as_u64_bits(seed, batch, device)
-        if seeds.numel() != batch:
-            seeds = seeds.expand(batch).contiguous()
-        seed_bits, seed_mode = 0, 1
+        seeds, seed_bits, seed_mode = as_u64_bits(seed, batch, device), 0, 1
     fastlaunch.launch(_uniform_kernel, (triton.cdiv(batch, _BLOCK),),
-                      seeds, off, batch, seed_bits, off_bits, out,
+                      seeds, off, batch, seed_bits, off_bits, int(seeds.numel() != 1),
+                      int(off.numel() != 1), out,
                       SEED_MODE=seed_mode, OFFSET_ARRAY=off_array, BLOCK=_BLOCK)
     return out
