@@ -121,6 +121,17 @@ def fixed_ref_mass(x, valid, is_cand, ref, lane_mass, lane_cand_mass):
 
 
 @triton.jit
+def reduce_online(lane_max, lane_mass, lane_cand_mass, lane_inf):
+    """A segment's max, mass, candidate mass and +inf counts (entries, candidates) from the
+    per-lane accumulators of :func:`online_mass` (each lane's sums scaled to the segment max)."""
+    seg_max = tl.max(lane_max, axis=0)
+    lane_scale = tl.where(lane_max > -float("inf"), tl.exp(lane_max - seg_max), 0.0)
+    return (seg_max, tl.sum(lane_mass * lane_scale, axis=0),
+            tl.sum(lane_cand_mass * lane_scale, axis=0), tl.sum(lane_inf & 65535, axis=0),
+            tl.sum(lane_inf >> 16, axis=0))
+
+
+@triton.jit
 def segment_mass_online(row_x, V, seg_start, seg_len, bound, lanes, BLOCK: tl.constexpr):
     """A segment's max, mass and candidate mass (entries >= bound) and its +inf counts
     (entries, + 65536 x candidates) by :func:`online_mass`: LEAN pass A's exact fallback."""
@@ -137,11 +148,7 @@ def segment_mass_online(row_x, V, seg_start, seg_len, bound, lanes, BLOCK: tl.co
                                                           lane_mass, lane_cand_mass)
         is_inf = valid & (x == float("inf"))
         lane_inf += is_inf.to(tl.int32) + (is_inf & is_cand).to(tl.int32) * 65536
-    seg_max = tl.max(lane_max, axis=0)
-    lane_scale = tl.where(lane_max > -float("inf"), tl.exp(lane_max - seg_max), 0.0)
-    return (seg_max, tl.sum(lane_mass * lane_scale, axis=0),
-            tl.sum(lane_cand_mass * lane_scale, axis=0), tl.sum(lane_inf & 65535, axis=0),
-            tl.sum(lane_inf >> 16, axis=0))
+    return reduce_online(lane_max, lane_mass, lane_cand_mass, lane_inf)
 
 
 @triton.jit
@@ -156,9 +163,9 @@ def candidates_kernel(
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
 
     LEAN (with HAS_P; a measuring option, off by default): the masses are summed relative to a
-    fixed reference, the first tile's largest finite entry, with no per-entry rescaling and no
-    +inf counting in the loop; a segment whose max lies more than 60 above the reference, whose
-    first tile has no finite entry, or that holds +inf, is measured again by the online form.
+    fixed reference, the first tile's largest finite entry (0 when it has none), with no
+    per-entry rescaling and no +inf counting in the loop; a segment whose max lies more than 60
+    above the reference or below it, or that holds +inf, is measured again by the online form.
 
     x_ptr : (B, V) logits, unit stride along V; k_ptr / p_ptr : (B,) when K_ARRAY / P_ARRAY
     row_i_ptr : (B, 16) int32 (read when ONLY_RETRY: only rows in mode 5, the retry, run again,
@@ -247,7 +254,6 @@ def candidates_kernel(
             top = -top
         key_max = rank_key(top, SMALLEST)  # an all-NaN segment gives the floor: an upper bound
         if HAS_P:
-            seg_max = tl.max(lane_max, axis=0)
             if LEAN:  # the largest non-NaN entry: finite, -inf (no finite entry) or +inf (redo)
                 seg_max = top
                 # as the online form when no sum can overflow (seg_len terms of at most
@@ -266,11 +272,8 @@ def candidates_kernel(
                     seg_max, seg_mass, cand_mass, n_inf, n_inf_cand = segment_mass_online(
                         row_x, V, seg_start, seg_len, bound, lanes, BLOCK)
             else:
-                lane_scale = tl.where(lane_max > -float("inf"), tl.exp(lane_max - seg_max), 0.0)
-                seg_mass = tl.sum(lane_mass * lane_scale, axis=0)
-                cand_mass = tl.sum(lane_cand_mass * lane_scale, axis=0)
-                n_inf = tl.sum(lane_inf & 65535, axis=0)
-                n_inf_cand = tl.sum(lane_inf >> 16, axis=0)
+                seg_max, seg_mass, cand_mass, n_inf, n_inf_cand = reduce_online(
+                    lane_max, lane_mass, lane_cand_mass, lane_inf)
     if write:
         tl.store(seg_f_ptr + slot * SEG_F + 0, seg_max)
         tl.store(seg_f_ptr + slot * SEG_F + 1, seg_mass)
