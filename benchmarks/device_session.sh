@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -590,4 +590,15 @@ if [[ $stage == next ]]; then  # prepared, not run: the JAX adapter's direct DLP
     "$s::test_gpu_per_row_parameters_real_vocab" "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" \
     "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_deterministic_and_batch_invariant" \
     "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_batches" "$m::test_gpu_real_vocab"
+fi
+if [[ $stage == s14a ]]; then  # fourteenth session, call 1: the prepared A/Bs of `next` (adapter overhead; lean pass A; round split; the 16-bit band cap)
+  timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
+    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -20
+  KNOB_S=80 prof default topp0.9,topk100_topp0.9 zipf,gaussian
+  KNOB_S=80 prof lean topp0.9,topk100_topp0.9 zipf,gaussian QRITA_LAUNCH_TABLE=lean=1x0
+  KNOB_S=60 prof split2 topp0.9 zipf,gaussian QRITA_LAUNCH_TABLE=roundsplit=2x0
+  KNOB_S=60 prof split4 topp0.9 zipf,gaussian QRITA_LAUNCH_TABLE=roundsplit=4x0
+  # the 16-bit dtypes' band at 50% of the slots (default since 13th session, from band_sim.py) vs 75%
+  PROF_DTYPES=bfloat16,float16 KNOB_S=100 prof b16 topp0.9,topp0.99 zipf
+  PROF_DTYPES=bfloat16,float16 KNOB_S=100 prof b16_75 topp0.9,topp0.99 zipf QRITA_LAUNCH_TABLE=bandpct=75x0
 fi

@@ -18,6 +18,7 @@ minutes of CI's 90 at the tenth session).
 from __future__ import annotations
 
 import concurrent.futures
+import inspect
 import os
 import sys
 import time
@@ -57,6 +58,11 @@ def variants():
 
 
 def _compile(fn, signature, constexprs, target, num_warps):
+    # a constexpr left at its default must still be named: ASTSource binds only what it is given
+    defaults = {name: param.default for name, param in inspect.signature(fn.fn).parameters.items()
+                if param.default is not inspect.Parameter.empty}
+    constexprs = {**{name: value for name, value in defaults.items() if name not in signature},
+                  **constexprs}
     sig = dict(signature)
     sig.update({name: "constexpr" for name in constexprs})
     src = triton.compiler.ASTSource(fn=fn, signature=sig, constexprs=constexprs)
