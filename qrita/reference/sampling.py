@@ -30,6 +30,9 @@ __all__ = [
     "candidates",
     "sample_with_uniforms",
     "sample",
+    "round_uniform",
+    "RejectionTrace",
+    "sample_topp_rejection",
 ]
 
 # Philox-4x32 constants (Salmon, Moraes, Dror, Shaw: "Parallel random numbers: as easy as 1, 2, 3",
@@ -301,3 +304,128 @@ def sample(
         temperature=temperature,
         return_logprob=return_logprob,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# the rejection draw of top-p (docs/sampling.md, "The rejection draw"; opt-in on the GPU)
+
+
+def round_uniform(seed, offset, r: int) -> np.ndarray:
+    """The uniform of round ``r`` (0, 1, ...) of the rejection draw, per (seed, offset).
+
+    ``u_r = (w_{r mod 4} >> 8) * 2^-24`` where ``w`` are the four Philox words for key = seed and
+    counter = (offset lo, offset hi, 0, r // 4): round 0 is :func:`uniforms`.
+    """
+    s, o = np.broadcast_arrays(_as_u64(seed), _as_u64(offset))
+    words = philox4x32(
+        (o & _MASK32).astype(np.uint32),
+        (o >> _SHIFT32).astype(np.uint32),
+        np.zeros(o.shape, np.uint32),
+        np.full(o.shape, r // 4, np.uint32),
+        (s & _MASK32).astype(np.uint32),
+        (s >> _SHIFT32).astype(np.uint32),
+    )
+    return (words[r % 4] >> np.uint32(8)).astype(np.float64) * _TWO_POW_M24
+
+
+class RejectionTrace(NamedTuple):
+    """Per row of :func:`sample_topp_rejection`: ``rounds`` (B,) int64, the draws made (0 for
+    greedy and undefined-mass rows); ``near`` (B,) bool, whether a draw's target or an acceptance
+    test came within the margin of its boundary (an implementation summing in float32 may then
+    take another path)."""
+
+    rounds: np.ndarray
+    near: np.ndarray
+
+
+def _reject_row(scaled: np.ndarray, p: float, u_of, margin: float) -> tuple[int, int, bool]:
+    """(token, rounds, near) of one non-greedy row (scaled float64 values, p as in rule 3)."""
+    ordr = oracle.order(scaled)
+    w = _weights(scaled)
+    if w is None:  # undefined mass: the first entry of the order
+        return int(ordr[0]), 0, False
+    keep = oracle.keep_mask(scaled[None, :], None, p)[0]
+    before = np.zeros(scaled.shape[0])
+    pos = np.empty(scaled.shape[0], dtype=np.int64)
+    pos[ordr] = np.arange(scaled.shape[0])
+    csum_rank = np.cumsum(w[ordr])
+    total = csum_rank[-1]
+    before[ordr] = np.concatenate(([0.0], csum_rank[:-1])) / total
+    live = np.ones(scaled.shape[0], dtype=bool)  # S_r: every entry, then those before t_r
+    near = False
+    r = 0
+    while True:
+        ws = np.where(live, w, 0.0)
+        cs = np.cumsum(ws)  # index order
+        mass = cs[-1]
+        target = u_of(r) * mass
+        t = int(np.searchsorted(cs, target, side="right"))
+        t = min(t, int(np.flatnonzero(ws > 0)[-1]))
+        lo_edge = cs[t] - ws[t]
+        near |= bool(min(abs(target - lo_edge), abs(cs[t] - target)) <= margin * mass)
+        r += 1
+        if keep[t]:
+            if not np.isnan(p) and 0 < p < 1:
+                near |= bool(abs(before[t] - p) <= margin)
+            return t, r, near
+        near |= bool(abs(before[t] - p) <= margin)
+        live = pos < pos[t]
+
+
+def sample_topp_rejection(logits, p=None, *, temperature=None, seed=0, offset=0,
+                          margin: float = 1e-6, return_trace: bool = False):
+    """Reference of the rejection draw of top-p (top-k and min-p off), docs/sampling.md.
+
+    Per row: S_0 is every entry; round r draws t_r from S_r by inverse CDF in *index* order with
+    ``round_uniform(seed, offset, r)`` (the first entry whose cumulative weight over S_r exceeds
+    u_r times S_r's weight); t_r is the token if top-p keeps it, else S_{r+1} is the set of entries
+    before t_r in the rank order. S_r always holds the first entry of the order (always kept), and
+    each round removes t_r, so the draw ends; each round keeps with probability >= p, and the
+    token's distribution is the top-p distribution exactly (the kept set is a prefix of the order
+    inside every S_r). Greedy rows (temperature not > 0) and undefined-mass rows give the first
+    entry of the order.
+
+    Parameters
+    ----------
+    logits : ndarray (V,) or (B, V), floating
+    p : None, float or ndarray (B,) (rule 3: >= 1 or NaN off, <= 0 the first entry alone)
+    temperature : None, float or ndarray (B,)
+    seed, offset : ints in [0, 2^64) or integer arrays (B,) (uint64 bit patterns)
+    margin : the tolerance of :class:`RejectionTrace`'s ``near``
+    return_trace : also return a :class:`RejectionTrace`
+
+    Returns
+    -------
+    tokens : int64, shape (B,) or ()
+    """
+    x2 = logits.reshape(1, -1) if logits.ndim == 1 else logits
+    batch = x2.shape[0]
+    t_rows, _ = row_sampling_params(temperature, None, batch)
+    if p is None:
+        p_rows = np.full(batch, np.nan)
+    else:
+        p_rows = np.broadcast_to(np.asarray(p, dtype=np.float64).reshape(-1), (batch,))
+    s = np.broadcast_to(_as_u64(seed).reshape(-1), (batch,))
+    o = np.broadcast_to(_as_u64(offset).reshape(-1), (batch,))
+    xf = oracle.as_float64(x2)
+    tokens = np.zeros(batch, dtype=np.int64)
+    rounds = np.zeros(batch, dtype=np.int64)
+    near = np.zeros(batch, dtype=bool)
+    for b in range(batch):
+        if not t_rows[b] > 0:
+            tokens[b] = oracle.order(xf[b])[0]
+            continue
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            scaled = xf[b] / t_rows[b]
+        cache: dict[int, float] = {}
+
+        def u_of(r: int, b: int = b, cache: dict = cache) -> float:
+            if r not in cache:
+                cache[r] = float(round_uniform(s[b], o[b], r))
+            return cache[r]
+
+        tokens[b], rounds[b], near[b] = _reject_row(scaled, float(p_rows[b]), u_of, margin)
+    if logits.ndim == 1:
+        tokens = tokens.reshape(())
+    trace = RejectionTrace(rounds, near)
+    return (tokens, trace) if return_trace else tokens

@@ -26,6 +26,7 @@ from qrita.backends.triton.pipeline import (
     write_mask_kernel,
     write_select_kernel,
 )
+from qrita.backends.triton.reject_topp import reject_topp_sample_kernel
 from qrita.backends.triton.wide import (
     wide_band_kernel,
     wide_compact_kernel,
@@ -35,8 +36,8 @@ from qrita.backends.triton.wide import (
 )
 
 __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "launch_select_one",
-           "launch_fused_sample", "launch_fused_topp_sample", "one_launch", "chunk_rows",
-           "interpreting"]
+           "launch_fused_sample", "launch_fused_topp_sample", "launch_reject_topp_sample",
+           "one_launch", "chunk_rows", "interpreting"]
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
 WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage for rows its band missed
@@ -600,6 +601,41 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
         launch(fused_topp_sample_kernel, (batch,), *args, HIST=False, ROUNDS=True,
                SKIP_DONE=True, **common)
     return token, logp
+
+
+def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, *,
+                              rounds: torch.Tensor | None = None,
+                              block: int | None = None) -> torch.Tensor:
+    """One token per row with top-k and min-p off: top-p (or nothing) at a scalar temperature,
+    by the rejection draw (``reject_topp.reject_topp_sample_kernel``, one program per row).
+
+    x : (B, V) float32 / bfloat16 / float16, unit stride along V; temperature : None or a Python
+    number in [1e-30, 1e30] (the caller checks); p : None, a Python number or a (B,) floating
+    tensor; seed / offset : as :func:`qrita.backends.triton.philox.uniforms` takes them (the
+    round uniforms are drawn in the kernel); rounds : optional (B,) int32 receiving the draws per
+    row; block : entries per tile (default ``QRITA_REJECT_BLOCK`` or 2048; 128 under the
+    interpreter). Warps: ``QRITA_REJECT_WARPS`` (default 8).
+
+    Returns tokens (B,) int64.
+    """
+    from qrita.backends.triton import philox
+
+    batch, vocab = x.shape
+    block = block or (128 if interpreting() else int(os.environ.get("QRITA_REJECT_BLOCK", "2048")))
+    block = min(block, next_pow2(vocab))
+    t = 1.0 if temperature is None else float(temperature)
+    dev = x.device
+    token = torch.empty(batch, dtype=torch.int64, device=dev)
+    if rounds is None:
+        rounds = torch.empty(batch, dtype=torch.int32, device=dev)
+    a = philox.seed_offset_args(seed, offset, batch, dev, token)
+    p_ptr, p_bits, p_array = _f64_param(p, token)
+    launch(reject_topp_sample_kernel, (batch,), x, p_ptr, a.seeds, a.offsets, vocab, x.stride(0),
+           1.0 / t, p_bits, a.seed_bits, a.offset_bits, a.seed_stride, a.offset_stride, token,
+           rounds, HAS_P=p is not None, P_ARRAY=p_array, SEED_MODE=a.seed_mode,
+           OFFSET_ARRAY=a.offset_array, BLOCK=block, NT_P2=next_pow2(-(-vocab // block)),
+           num_warps=int(os.environ.get("QRITA_REJECT_WARPS", "8")))
+    return token
 
 
 def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,

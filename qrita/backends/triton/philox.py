@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numbers
 import secrets
+from typing import NamedTuple
 
 import torch
 import triton
@@ -20,7 +21,7 @@ import triton.language as tl
 
 from qrita.backends.triton import fastlaunch
 
-__all__ = ["uniforms", "as_u64_bits", "fresh_seed"]
+__all__ = ["uniforms", "as_u64_bits", "fresh_seed", "SeedOffsetArgs", "seed_offset_args"]
 
 _U64 = 2**64
 _I64_MAX = 2**63 - 1
@@ -123,19 +124,43 @@ def uniforms(
     out = torch.empty(batch, dtype=torch.float32, device=device)
     if batch == 0:
         return out
-    # scalars go to the kernel as arguments (no device tensor to fill: host time per call)
+    a = seed_offset_args(seed, offset, batch, device, out)
+    fastlaunch.launch(_uniform_kernel, (triton.cdiv(batch, _BLOCK),),
+                      a.seeds, a.offsets, batch, a.seed_bits, a.offset_bits, a.seed_stride,
+                      a.offset_stride, out,
+                      SEED_MODE=a.seed_mode, OFFSET_ARRAY=a.offset_array, BLOCK=_BLOCK)
+    return out
+
+
+class SeedOffsetArgs(NamedTuple):
+    """A kernel's seed / offset arguments (see ``_uniform_kernel``): pointers, scalar bit
+    patterns, row strides, SEED_MODE and OFFSET_ARRAY."""
+
+    seeds: torch.Tensor
+    offsets: torch.Tensor
+    seed_bits: int
+    offset_bits: int
+    seed_stride: int
+    offset_stride: int
+    seed_mode: int
+    offset_array: bool
+
+
+def seed_offset_args(seed: int | torch.Tensor | None, offset: int | torch.Tensor | None,
+                     batch: int, device: torch.device, placeholder: torch.Tensor
+                     ) -> SeedOffsetArgs:
+    """Scalars go to a kernel as arguments (no device tensor to fill: host time per call), with
+    ``placeholder`` as the unused pointer; tensors as int64 bit patterns (stride 0 for one
+    value); seed None draws a fresh host seed that the kernel spreads over the rows."""
     if offset is None or isinstance(offset, numbers.Integral):
-        off, off_bits, off_array = out, _u64_scalar_bits(offset), False
+        off, off_bits, off_array = placeholder, _u64_scalar_bits(offset), False
     else:
         off, off_bits, off_array = as_u64_bits(offset, batch, device), 0, True
     if seed is None:
-        seeds, seed_bits, seed_mode = out, fresh_seed(), 2
+        seeds, seed_bits, seed_mode = placeholder, fresh_seed(), 2
     elif isinstance(seed, numbers.Integral):
-        seeds, seed_bits, seed_mode = out, _u64_scalar_bits(seed), 0
+        seeds, seed_bits, seed_mode = placeholder, _u64_scalar_bits(seed), 0
     else:
         seeds, seed_bits, seed_mode = as_u64_bits(seed, batch, device), 0, 1
-    fastlaunch.launch(_uniform_kernel, (triton.cdiv(batch, _BLOCK),),
-                      seeds, off, batch, seed_bits, off_bits, int(seeds.numel() != 1),
-                      int(off.numel() != 1), out,
-                      SEED_MODE=seed_mode, OFFSET_ARRAY=off_array, BLOCK=_BLOCK)
-    return out
+    return SeedOffsetArgs(seeds, off, seed_bits, off_bits, int(seeds.numel() != 1),
+                          int(off.numel() != 1), seed_mode, off_array)

@@ -51,7 +51,11 @@ import triton
 import triton.language as tl
 
 from qrita.backends.triton import ops
-from qrita.backends.triton.launch import launch_fused_sample, launch_fused_topp_sample
+from qrita.backends.triton.launch import (
+    launch_fused_sample,
+    launch_fused_topp_sample,
+    launch_reject_topp_sample,
+)
 from qrita.backends.triton.one_launch import SORT_MAX
 from qrita.backends.triton.philox import uniforms as philox_uniforms
 from qrita.reference.sampling import Candidates
@@ -536,6 +540,15 @@ def _fused_topp(x: torch.Tensor, k: Row, min_p: Row, temperature: Row) -> bool:
     return min_p is None and _fused_enabled(x, temperature)
 
 
+def _reject_topp(x: torch.Tensor, k: Row, min_p: Row, temperature: Row) -> bool:
+    """Whether :func:`sample` takes the rejection draw of top-p: opt-in, a measuring option not
+    yet the contract (``QRITA_TOPP_SAMPLER=reject``; its tokens follow
+    :func:`qrita.reference.sampling.sample_topp_rejection`, not :func:`sample_with_uniforms`),
+    under :func:`_fused_topp`'s conditions, without log-probabilities."""
+    return (os.environ.get("QRITA_TOPP_SAMPLER", "") == "reject"
+            and _fused_topp(x, k, min_p, temperature))
+
+
 def _row_param(v: Row, batch: int) -> float | torch.Tensor | None:
     """A p / min-p for the fused kernel: None, a Python float, or a contiguous (B,) tensor."""
     if isinstance(v, torch.Tensor):
@@ -712,6 +725,8 @@ def sample(
     logprobs : torch.Tensor (B,) float32 (float64 for float64 logits), with ``return_logprob``
     """
     x = _check_logits(logits)
+    if not return_logprob and _reject_topp(x, k, min_p, temperature):
+        return launch_reject_topp_sample(x, temperature, _row_param(p, x.shape[0]), seed, offset)
     u = philox_uniforms(seed, offset, x.shape[0], x.device)
     return sample_with_uniforms(x, u, k, p, min_p=min_p, temperature=temperature,
                                 return_logprob=return_logprob)
