@@ -604,8 +604,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
 
 
 def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, *,
-                              rounds: torch.Tensor | None = None,
-                              block: int | None = None) -> torch.Tensor:
+                              rounds: torch.Tensor | None = None, block: int | None = None,
+                              group: int | None = None) -> torch.Tensor:
     """One token per row with top-k and min-p off: top-p (or nothing) at a scalar temperature,
     by the rejection draw (``reject_topp.reject_topp_sample_kernel``, one program per row).
 
@@ -614,15 +614,19 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, *,
     tensor; seed / offset : as :func:`qrita.backends.triton.philox.uniforms` takes them (the
     round uniforms are drawn in the kernel); rounds : optional (B,) int32 receiving the draws per
     row; block : entries per tile (default ``QRITA_REJECT_BLOCK`` or 2048; 128 under the
-    interpreter). Warps: ``QRITA_REJECT_WARPS`` (default 8).
+    interpreter); group : tiles per group, a power of two (``QRITA_REJECT_GROUP`` or 8; 2 under
+    the interpreter). Warps: ``QRITA_REJECT_WARPS`` (default 8).
 
     Returns tokens (B,) int64.
     """
     from qrita.backends.triton import philox
 
     batch, vocab = x.shape
-    block = block or (128 if interpreting() else int(os.environ.get("QRITA_REJECT_BLOCK", "2048")))
+    small = interpreting()
+    block = block or (128 if small else int(os.environ.get("QRITA_REJECT_BLOCK", "2048")))
     block = min(block, next_pow2(vocab))
+    group = min(group or (2 if small else int(os.environ.get("QRITA_REJECT_GROUP", "8"))),
+                next_pow2(-(-vocab // block)))
     t = 1.0 if temperature is None else float(temperature)
     dev = x.device
     token = torch.empty(batch, dtype=torch.int64, device=dev)
@@ -633,7 +637,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, *,
     launch(reject_topp_sample_kernel, (batch,), x, p_ptr, a.seeds, a.offsets, vocab, x.stride(0),
            1.0 / t, p_bits, a.seed_bits, a.offset_bits, a.seed_stride, a.offset_stride, token,
            rounds, HAS_P=p is not None, P_ARRAY=p_array, SEED_MODE=a.seed_mode,
-           OFFSET_ARRAY=a.offset_array, BLOCK=block, NT_P2=next_pow2(-(-vocab // block)),
+           OFFSET_ARRAY=a.offset_array, BLOCK=block, GROUP=group,
+           NS_P2=next_pow2(-(-vocab // (block * group))),
            num_warps=int(os.environ.get("QRITA_REJECT_WARPS", "8")))
     return token
 

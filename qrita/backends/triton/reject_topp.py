@@ -2,15 +2,15 @@
 Imports triton only.
 
 ``reject_topp_sample_kernel``, grid (B,), one program per row, no scratch. The draw needs no
-top-p threshold: a first read gives every tile's mass (relative to the tile's max, rescaled to
-the row's max at the end: one read, not two), the token is drawn from the whole row by inverse CDF
-in index order (the tile by a cumulative sum over the tiles' masses, the entry by one in the
-tile), and one more read sums the mass before the drawn entry in the rank order, which decides
-whether top-p keeps it. If not, that read's tile masses (of the entries before it) are the next
-round's, and the next draw is made among those entries. Each round keeps with probability >= p,
-so most rows take two reads; top-p off takes one.
+top-p threshold: a first read gives the mass of every group of tiles (per lane an online max and
+mass, reduced once per group: one read, not two), the token is drawn from the whole row by
+inverse CDF in index order (the group by a cumulative sum over the groups' masses, the tile by
+one over its tiles, the entry by one over the tile), and one more read sums the mass before the
+drawn entry in the rank order, which decides whether top-p keeps it. If not, that read's group
+masses (of the entries before it) are the next round's, and the next draw is made among those
+entries. Each round keeps with probability >= p, so most rows take two reads; top-p off takes one.
 
-Masses are float32 weights exp((x - max) * inv_t), summed per tile in float32; the answer differs
+Masses are float32 weights exp((x - max) * inv_t), summed per lane in float32; the answer differs
 from the float64 reference (:func:`qrita.reference.sampling.sample_topp_rejection`) only where a
 draw's target or a top-p test lies within docs/sampling.md's margins.
 """
@@ -39,92 +39,122 @@ def _round_uniform(seed, offset, r):
 
 
 @triton.jit
-def _tile_stats(row_ptr, V, inv_t, BLOCK: tl.constexpr, NT_P2: tl.constexpr):
-    """One read: per tile, the finite max, the mass relative to it and the +inf count; the first
-    entry of the order (largest key, lowest index). Returns the tiles' masses relative to the row's
-    max (or +inf counts when the row has +inf), the row's max and whether it has +inf."""
+def _row_stats(row_ptr, V, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr,
+               NS_P2: tl.constexpr):
+    """One read: the mass of every group of GROUP tiles relative to the row's max (or its +inf
+    count when the row has +inf), the row's max, whether it has +inf, and the first entry of the
+    order (largest key, lowest index). Per lane an online max and mass (the mass rescaled when
+    the max grows), reduced once per group: no reduction per tile."""
     lanes = tl.arange(0, BLOCK)
-    tiles = tl.arange(0, NT_P2)
-    tile_max = tl.full([NT_P2], -float("inf"), tl.float32)
-    tile_mass = tl.zeros([NT_P2], tl.float32)
-    tile_inf = tl.zeros([NT_P2], tl.float32)
-    best_key = tl.max(lanes, axis=0) * 0 + KEY_NAN
-    best_idx = tl.max(lanes, axis=0) * 0 + V
-    for i in range(0, tl.cdiv(V, BLOCK)):
-        offs = i * BLOCK + lanes
-        valid = offs < V
-        x = tl.load(row_ptr + offs, mask=valid, other=float("nan")).to(tl.float32)
-        finite = valid & (tl.abs(x) < float("inf"))
-        m = tl.max(tl.where(finite, x, -float("inf")), axis=0)
-        w = tl.where(finite, tl.exp((tl.where(finite, x, 0.0) - tl.where(m > -float("inf"), m, 0.0))
-                                    * inv_t), 0.0)
-        s = tl.sum(w, axis=0)
-        n_inf = tl.sum((valid & (x == float("inf"))).to(tl.float32), axis=0)
-        key = tl.where(valid, order_key(x), KEY_NAN)
-        k_max = tl.max(key, axis=0)
-        i_min = tl.min(tl.where(valid & (key == k_max), offs, V), axis=0)
-        better = (k_max > best_key) | ((k_max == best_key) & (i_min < best_idx))
-        best_key = tl.where(better, k_max, best_key)
-        best_idx = tl.where(better, i_min, best_idx)
-        here = tiles == i
-        tile_max = tl.where(here, m, tile_max)
-        tile_mass = tl.where(here, s, tile_mass)
-        tile_inf = tl.where(here, n_inf, tile_inf)
-    row_max = tl.max(tile_max, axis=0)
-    inf_mode = tl.sum(tile_inf, axis=0) > 0.0
-    scale = tl.where(tile_max > -float("inf"),
-                     tl.exp((tile_max - tl.where(row_max > -float("inf"), row_max, 0.0)) * inv_t),
-                     0.0)
-    masses = tl.where(inf_mode, tile_inf, tile_mass * scale)
-    return masses, row_max, inf_mode, best_idx
+    groups = tl.arange(0, NS_P2)
+    group_max = tl.full([NS_P2], -float("inf"), tl.float32)
+    group_mass = tl.zeros([NS_P2], tl.float32)
+    group_inf = tl.zeros([NS_P2], tl.float32)
+    best_key = tl.full([BLOCK], KEY_NAN, tl.int32)
+    best_idx = tl.full([BLOCK], 0, tl.int32) + V
+    for g in range(0, tl.cdiv(V, BLOCK * GROUP)):
+        lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
+        lane_mass = tl.zeros([BLOCK], tl.float32)
+        lane_inf = tl.zeros([BLOCK], tl.float32)
+        for j in range(0, GROUP):
+            offs = (g * GROUP + j) * BLOCK + lanes
+            valid = offs < V
+            x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+            finite = valid & (tl.abs(x) < float("inf"))
+            xf = tl.where(finite, x, -float("inf"))
+            new_max = tl.maximum(lane_max, xf)
+            ref = tl.where(new_max > -float("inf"), new_max, 0.0)
+            lane_mass = (lane_mass * tl.exp((lane_max - ref) * inv_t)
+                         + tl.where(finite, tl.exp((tl.where(finite, x, 0.0) - ref) * inv_t), 0.0))
+            lane_max = new_max
+            lane_inf += (valid & (x == float("inf"))).to(tl.float32)
+            key = order_key(x)
+            # offsets grow: a lane's first entry, then a larger key (the first copy stays)
+            better = valid & ((key > best_key) | (best_idx == V))
+            best_key = tl.where(better, key, best_key)
+            best_idx = tl.where(better, offs, best_idx)
+        m = tl.max(lane_max, axis=0)
+        m_ref = tl.where(m > -float("inf"), m, 0.0)
+        here = groups == g
+        group_max = tl.where(here, m, group_max)
+        group_mass = tl.where(here, tl.sum(lane_mass * tl.exp((lane_max - m_ref) * inv_t),
+                                           axis=0), group_mass)
+        group_inf = tl.where(here, tl.sum(lane_inf, axis=0), group_inf)
+    row_max = tl.max(group_max, axis=0)
+    inf_mode = tl.sum(group_inf, axis=0) > 0.0
+    row_ref = tl.where(row_max > -float("inf"), row_max, 0.0)
+    masses = tl.where(inf_mode, group_inf, group_mass * tl.exp((group_max - row_ref) * inv_t))
+    top = tl.max(best_key, axis=0)
+    first = tl.min(tl.where(best_key == top, best_idx, V), axis=0)
+    return masses, row_max, inf_mode, first
 
 
 @triton.jit
-def _masses_before(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t,
-                   BLOCK: tl.constexpr, NT_P2: tl.constexpr):
-    """One read: per tile, the mass of the entries before (key_t, idx_t) in the rank order (a
-    larger key, or the same key at a lower index)."""
-    lanes = tl.arange(0, BLOCK)
-    tiles = tl.arange(0, NT_P2)
-    masses = tl.zeros([NT_P2], tl.float32)
-    for i in range(0, tl.cdiv(V, BLOCK)):
-        offs = i * BLOCK + lanes
-        valid = offs < V
-        x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
-        key = order_key(x)
-        before = valid & ((key > key_t) | ((key == key_t) & (offs < idx_t)))
-        s = tl.sum(tl.where(before, _weight(x, row_max, inv_t, inf_mode), 0.0), axis=0)
-        masses = tl.where(tiles == i, s, masses)
-    return masses
-
-
-@triton.jit
-def _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t, idx_t, RESTRICT: tl.constexpr,
-          BLOCK: tl.constexpr, NT_P2: tl.constexpr):
-    """The entry (index order) where the cumulative mass over the live set crosses u x its mass:
-    the tile from the tiles' masses, then the entry from a cumulative sum over that tile (the
-    live set: every entry, or with RESTRICT those before (key_t, idx_t) in the rank order). A
-    target past the last live entry (float32 rounding) takes the last one of positive weight."""
-    tiles = tl.arange(0, NT_P2)
-    lanes = tl.arange(0, BLOCK)
-    cum = tl.cumsum(masses, axis=0)
-    target = u * tl.sum(masses, axis=0)
-    last_tile = tl.max(tl.where(masses > 0.0, tiles, -1), axis=0)
-    tile = tl.minimum(tl.sum((cum <= target).to(tl.int32), axis=0), last_tile)
-    target = target - tl.sum(tl.where(tiles < tile, masses, 0.0), axis=0)
-    offs = tile * BLOCK + lanes
-    valid = offs < V
-    x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+def _live_weights(x, offs, valid, row_max, inv_t, inf_mode, key_t, idx_t, RESTRICT: tl.constexpr):
+    """Weights of a tile's live entries: every entry, or with RESTRICT those before
+    (key_t, idx_t) in the rank order (a larger key, or the same key at a lower index)."""
     w = tl.where(valid, _weight(x, row_max, inv_t, inf_mode), 0.0)
     if RESTRICT:
         key = order_key(x)
         w = tl.where((key > key_t) | ((key == key_t) & (offs < idx_t)), w, 0.0)
-    cw = tl.cumsum(w, axis=0)
-    lane = tl.sum((cw <= target).to(tl.int32), axis=0)
-    last_lane = tl.max(tl.where(w > 0.0, lanes, -1), axis=0)
-    lane = tl.minimum(lane, last_lane)
+    return w
+
+
+@triton.jit
+def _masses_before(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t,
+                   BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr):
+    """One read: per group of GROUP tiles, the mass of the entries before (key_t, idx_t) in the
+    rank order (per-lane sums, one reduction per group)."""
+    lanes = tl.arange(0, BLOCK)
+    groups = tl.arange(0, NS_P2)
+    masses = tl.zeros([NS_P2], tl.float32)
+    for g in range(0, tl.cdiv(V, BLOCK * GROUP)):
+        lane_mass = tl.zeros([BLOCK], tl.float32)
+        for j in range(0, GROUP):
+            offs = (g * GROUP + j) * BLOCK + lanes
+            valid = offs < V
+            x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+            lane_mass += _live_weights(x, offs, valid, row_max, inv_t, inf_mode, key_t, idx_t,
+                                       True)
+        masses = tl.where(groups == g, tl.sum(lane_mass, axis=0), masses)
+    return masses
+
+
+@triton.jit
+def _crossing(masses, target, ids):
+    """(i, target left inside i): the first i whose cumulative mass exceeds target; past the end
+    (float32 rounding) the last i of positive mass."""
+    cum = tl.cumsum(masses, axis=0)
+    last = tl.max(tl.where(masses > 0.0, ids, -1), axis=0)
+    i = tl.minimum(tl.sum((cum <= target).to(tl.int32), axis=0), last)
+    return i, target - tl.sum(tl.where(ids < i, masses, 0.0), axis=0)
+
+
+@triton.jit
+def _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t, idx_t, RESTRICT: tl.constexpr,
+          BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr):
+    """The entry (index order) where the cumulative mass over the live set (every entry, or with
+    RESTRICT those before (key_t, idx_t) in the rank order) crosses u x its mass: the group from
+    the groups' masses, the tile from its GROUP tiles' sums, the entry from a cumulative sum over
+    that tile. Returns its index and order key."""
+    lanes = tl.arange(0, BLOCK)
+    group, target = _crossing(masses, u * tl.sum(masses, axis=0), tl.arange(0, NS_P2))
+    tiles = tl.arange(0, GROUP)
+    tile_mass = tl.zeros([GROUP], tl.float32)
+    for j in range(0, GROUP):
+        offs = (group * GROUP + j) * BLOCK + lanes
+        valid = offs < V
+        x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+        w = _live_weights(x, offs, valid, row_max, inv_t, inf_mode, key_t, idx_t, RESTRICT)
+        tile_mass = tl.where(tiles == j, tl.sum(w, axis=0), tile_mass)
+    tile, target = _crossing(tile_mass, target, tiles)
+    offs = (group * GROUP + tile) * BLOCK + lanes
+    valid = offs < V
+    x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
+    w = _live_weights(x, offs, valid, row_max, inv_t, inf_mode, key_t, idx_t, RESTRICT)
+    lane, target = _crossing(w, target, lanes)
     x_t = tl.sum(tl.where(lanes == lane, x, 0.0), axis=0)
-    return tile * BLOCK + lane, order_key(x_t)
+    return (group * GROUP + tile) * BLOCK + lane, order_key(x_t)
 
 
 @triton.jit
@@ -133,7 +163,7 @@ def reject_topp_sample_kernel(
     V, stride_x, inv_t, p_bits, seed_scalar, offset_scalar, seed_stride, offset_stride,
     token_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr,
-    OFFSET_ARRAY: tl.constexpr, BLOCK: tl.constexpr, NT_P2: tl.constexpr,
+    OFFSET_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
 ):
     """One token per row: top-p (top-k and min-p off) at a scalar temperature, by rejection.
 
@@ -146,7 +176,8 @@ def reject_topp_sample_kernel(
     inv_t : 1 / temperature (float32, > 0)
     token_ptr : (B,) int64; rounds_ptr : (B,) int32, the draws the row took (0: no mass, the
         first entry of the order)
-    NT_P2 : tiles per row (cdiv(V, BLOCK)) rounded up to a power of two
+    BLOCK : entries per tile; GROUP : tiles per group (a power of two), the unit of the per-row
+        masses; NS_P2 : groups per row (cdiv(V, BLOCK * GROUP)) rounded up to a power of two
     """
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
@@ -159,7 +190,7 @@ def reject_topp_sample_kernel(
     offset = row64 * 0 + offset_scalar
     if OFFSET_ARRAY:
         offset = tl.load(offset_ptr + row64 * offset_stride)
-    masses, row_max, inf_mode, first = _tile_stats(row_ptr, V, inv_t, BLOCK, NT_P2)
+    masses, row_max, inf_mode, first = _row_stats(row_ptr, V, inv_t, BLOCK, GROUP, NS_P2)
     total = tl.sum(masses, axis=0)
     token = first
     rounds = row * 0
@@ -172,19 +203,19 @@ def reject_topp_sample_kernel(
         target = p * total.to(tl.float64)
         u = _round_uniform(seed, offset, rounds)
         idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, first, first,
-                             False, BLOCK, NT_P2)
+                             False, BLOCK, GROUP, NS_P2)
         rounds = rounds + 1
         more = p_on
         while more:
             masses = _masses_before(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t, BLOCK,
-                                    NT_P2)
+                                    GROUP, NS_P2)
             before = tl.sum(masses, axis=0)
             # kept: the mass before it is under p x Z (the first entry of the order always is)
             more = (before.to(tl.float64) >= target) & (before > 0.0)
             if more:
                 u = _round_uniform(seed, offset, rounds)
                 idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t,
-                                     idx_t, True, BLOCK, NT_P2)
+                                     idx_t, True, BLOCK, GROUP, NS_P2)
                 rounds = rounds + 1
         token = idx_t
     tl.store(token_ptr + row64, token.to(tl.int64))

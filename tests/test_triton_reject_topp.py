@@ -1,0 +1,153 @@
+"""The rejection draw of top-p (``reject_topp.reject_topp_sample_kernel``, opt-in through
+``QRITA_TOPP_SAMPLER=reject``) against its NumPy twin,
+:func:`qrita.reference.sampling.sample_topp_rejection`.
+
+Tokens are compared exactly (full arrays) on every row whose reference draw stayed away from the
+docs/sampling.md margins (the trace's ``near``); a row that came within them may take another
+token, but only one the top-p set keeps. Under TRITON_INTERPRET=1 on CPU (small V, every
+generator family, every dtype); the GPU tests run the same checks at real shapes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _triton_env import DEVICE, ON_GPU, torch  # first: sets up triton
+
+from qrita.backends.triton import launch as launch_mod  # noqa: E402
+from qrita.backends.triton import sampling_ops as so  # noqa: E402
+from qrita.reference import oracle  # noqa: E402
+from qrita.reference import sampling as ref  # noqa: E402
+from qrita.testing import generators  # noqa: E402
+
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+P_CYCLE = [0.9, 0.0, 1e-9, 0.5, 1.0, 1.0 - 1e-7, np.nan, 0.3, 0.99, -1.0]
+
+
+def _families(V: int, dtype: str, seed: int) -> np.ndarray:
+    """Every generator family at V, stacked, on the dtype's grid (bfloat16 as float32)."""
+    rng = np.random.default_rng([V, seed])
+    x = np.concatenate([b for _, b in generators._family_batches(V, rng)])
+    return generators.to_dtype(x, dtype)
+
+
+def _dev(x: np.ndarray, dtype: str) -> torch.Tensor:
+    return torch.from_numpy(np.array(x, copy=True)).to(DEVICE).to(TORCH_DTYPES[dtype])
+
+
+def _arg(v):
+    return torch.from_numpy(np.array(v, copy=True)).to(DEVICE) if isinstance(v, np.ndarray) else v
+
+
+def check_rows(x: np.ndarray, tokens: np.ndarray, p, temperature, seed, offset) -> int:
+    """Assert the kernel's tokens against the reference (see the module docstring); returns the
+    number of rows that drew more than once."""
+    want, trace = ref.sample_topp_rejection(x, p, temperature=temperature, seed=seed,
+                                            offset=offset, return_trace=True)
+    keep = ref.keep_mask(x, None, p, temperature=temperature)
+    bad = [b for b in range(x.shape[0]) if tokens[b] != want[b]
+           and (not trace.near[b] or not keep[b, tokens[b]])]
+    assert not bad, (f"{len(bad)} rows differ: rows {bad[:6]}, got {tokens[bad[:6]]}, "
+                     f"want {want[bad[:6]]}, rounds {trace.rounds[bad[:6]]}")
+    return int((trace.rounds >= 2).sum())
+
+
+def _cycle(values, n, shift=0):
+    return np.array([values[(i + shift) % len(values)] for i in range(n)], dtype=np.float64)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_reject_topp_matches_the_reference(dtype):
+    """Every generator family (ties at the boundary, all-equal, -inf, NaN, +inf, extremes), odd
+    V, scalar / per-row / 0 / tiny / off p, scalar temperatures, per-row and scalar seeds and
+    offsets; rows that reject (two or more draws) occur and match too."""
+    V = 509
+    x = _families(V, dtype, 3)
+    B = x.shape[0]
+    seeds = (np.arange(B, dtype=np.int64) * 1000003 + 17) * -1  # uint64 bit patterns > 2^63 too
+    offsets = np.arange(B, dtype=np.int64) * 3
+    cases = [
+        dict(p=0.9), dict(p=None), dict(p=_cycle(P_CYCLE, B)), dict(p=0.0), dict(p=1e-9),
+        dict(p=0.5, temperature=0.7), dict(p=0.999, temperature=3.0), dict(p=0.3),
+        dict(p=_cycle(P_CYCLE, B, 4).astype(np.float32), temperature=0.25),
+    ]
+    multi = 0
+    for i, case in enumerate(cases):
+        p, t = case.get("p"), case.get("temperature")
+        seed, offset = (seeds, offsets) if i % 2 == 0 else (int(2**64 - 5 - i), 7 + i)
+        tokens = launch_mod.launch_reject_topp_sample(
+            _dev(x, dtype), t, _arg(p), _arg(seed), _arg(offset))
+        multi += check_rows(x, tokens.cpu().numpy(), p, t, seed, offset)
+    assert multi >= B // 4, multi  # the rejection rounds ran on many rows
+
+
+@pytest.mark.parametrize("block,group", [(16, 4), (64, 1)])
+def test_reject_topp_rounds_and_tiles(block, group):
+    """Rows spanning several groups of tiles (16 x 4: 5 groups of 4 tiles; 64 x 1: one tile per
+    group) and the reported rounds equal the reference's where the draws stayed off the
+    margins."""
+    V = 257
+    x = _families(V, "float32", 8)
+    B = x.shape[0]
+    seeds = np.arange(B, dtype=np.int64) + 99
+    most = 0
+    for p in (0.9, 0.0):
+        rounds = torch.zeros(B, dtype=torch.int32, device=DEVICE)
+        tokens = launch_mod.launch_reject_topp_sample(_dev(x, "float32"), None, p, _arg(seeds),
+                                                      0, rounds=rounds, block=block,
+                                                      group=group)
+        check_rows(x, tokens.cpu().numpy(), p, None, seeds, 0)
+        _, trace = ref.sample_topp_rejection(x, p, seed=seeds, offset=0, return_trace=True)
+        got = rounds.cpu().numpy()
+        assert np.array_equal(got[~trace.near], trace.rounds[~trace.near])
+        most = max(most, int(got.max()))
+    assert most >= 3, most
+
+
+def test_sample_routes_to_the_rejection_draw_only_when_asked(monkeypatch):
+    """``QRITA_TOPP_SAMPLER=reject``: ``sample`` with top-k and min-p off and no log-probabilities
+    takes the rejection draw; with top-k, min-p, per-row temperatures or log-probabilities it
+    keeps the default draw (the rank-order inverse CDF). Unset: never."""
+    calls = []
+    real = so.launch_reject_topp_sample
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(so, "launch_reject_topp_sample", counted)
+    V = 300
+    x = generators.zipf_logits(6, V, rng=3)
+    xt = _dev(x, "float32")
+    so.sample(xt, None, 0.9, seed=5)
+    assert not calls
+    monkeypatch.setenv("QRITA_TOPP_SAMPLER", "reject")
+    tokens = so.sample(xt, None, 0.9, seed=5, offset=2)
+    assert len(calls) == 1
+    check_rows(x, tokens.cpu().numpy(), 0.9, None, 5, 2)
+    so.sample(xt, V, 0.9, seed=5, temperature=0.5)  # k >= V is top-k off
+    assert len(calls) == 2
+    for kwargs in (dict(k=50), dict(min_p=0.1), dict(temperature=_arg(np.full(6, 0.5))),
+                   dict(return_logprob=True)):
+        so.sample(xt, kwargs.pop("k", None), 0.9, seed=5, **kwargs)
+    assert len(calls) == 2
+    fresh = so.sample(xt, None, 0.9)  # a fresh seed: a token top-p keeps
+    keep = oracle.keep_mask(x, None, 0.9)
+    assert keep[np.arange(6), fresh.cpu().numpy()].all()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_gpu_reject_topp_real_vocab(dtype):
+    """Real vocabularies: zipf and gaussian rows, p in {0.9, 0.5, per-row}, compiled."""
+    rng = np.random.default_rng(11)
+    for V in (32000, 151936):
+        x = np.concatenate([generators.zipf_logits(8, V, rng=rng),
+                            generators.gaussian_logits(8, V, rng=rng)])
+        x = generators.to_dtype(x, dtype)
+        seeds = np.arange(x.shape[0], dtype=np.int64) * 7 + 1
+        for p in (0.9, 0.5, _cycle(P_CYCLE, x.shape[0])):
+            tokens = launch_mod.launch_reject_topp_sample(_dev(x, dtype), None, _arg(p),
+                                                          _arg(seeds), 3)
+            check_rows(x, tokens.cpu().numpy(), p, None, seeds, 3)
