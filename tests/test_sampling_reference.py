@@ -412,3 +412,76 @@ def test_min_p_edges():
     y = np.array([1.0, -INF, NAN])
     assert ref.keep_mask(y, min_p=1e-9).tolist() == [True, False, False]
     assert ref.keep_mask(y).tolist() == [True, True, True]
+
+
+# ---------------------------------------------------------------------------------------------
+# the rejection draw of top-p (opt-in on the GPU: QRITA_TOPP_SAMPLER=reject)
+
+
+def test_round_uniforms_extend_the_uniform():
+    """Round 0 is the sampler's uniform; rounds 1-3 are the other words of the same Philox call,
+    round 4 the first word of the next counter (counter word 3 = 1)."""
+    seeds = np.array([0, 1, 2**63 + 5, 2**64 - 1], dtype=np.uint64)
+    offsets = np.array([0, 7, 2**40, 3], dtype=np.uint64)
+    assert np.array_equal(ref.round_uniform(seeds, offsets, 0), ref.uniforms(seeds, offsets))
+    words = ref.random_words(seeds, offsets)
+    for r in range(1, 4):
+        assert np.array_equal(ref.round_uniform(seeds, offsets, r),
+                              (words[r] >> np.uint32(8)).astype(np.float64) * 2.0**-24)
+    s32 = [(seeds & np.uint64(0xFFFFFFFF)).astype(np.uint32), (seeds >> np.uint64(32)).astype(np.uint32)]
+    nxt = ref.philox4x32((offsets & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+                         (offsets >> np.uint64(32)).astype(np.uint32), 0, 1, *s32)
+    assert np.array_equal(ref.round_uniform(seeds, offsets, 5),
+                          (nxt[1] >> np.uint32(8)).astype(np.float64) * 2.0**-24)
+    assert len(set(ref.round_uniform(5, 9, r).item() for r in range(12))) == 12
+
+
+@pytest.mark.parametrize("p,temperature", [(0.8, None), (0.3, None), (0.0, None), (None, None),
+                                           (0.7, 2.0), (0.95, 0.5)])
+def test_rejection_draw_goodness_of_fit_and_support(p, temperature):
+    """The rejection draw's tokens follow the top-p distribution (chi-square, alpha 1e-6) and
+    never leave its support; rows that reject (two or more draws) occur."""
+    from scipy.stats import chisquare
+
+    n = N_DRAWS // 2
+    x = np.broadcast_to(ROW, (n, ROW.size))
+    tokens, trace = ref.sample_topp_rejection(
+        x, p, temperature=temperature, seed=77, offset=np.arange(n, dtype=np.uint64),
+        return_trace=True)
+    probs = ref.probs(ROW, None, p, temperature=temperature, dtype=np.float64)
+    kept = np.flatnonzero(probs)
+    assert np.isin(tokens, kept).all()
+    counts = np.bincount(tokens, minlength=ROW.size)[kept]
+    assert np.all(counts > 0)
+    if kept.size > 1:
+        res = chisquare(counts, probs[kept] * n)
+        assert res.pvalue > 1e-6, (p, counts, probs[kept] * n)
+    if p is not None:
+        assert (trace.rounds >= 2).sum() > n // 50
+    else:
+        assert np.all(trace.rounds == 1)
+
+
+def test_rejection_draw_edge_rows():
+    """Greedy rows, undefined mass (every entry -inf or NaN), +inf rows (their +inf entries share
+    the mass), ties at the top-p boundary (lower index first) and p = 0 (the first entry)."""
+    inf, nan = np.inf, np.nan
+    rows = np.array([
+        [0.0, 1.0, 1.0, -inf, nan],
+        [-inf, -inf, nan, -inf, -inf],
+        [nan, nan, nan, nan, nan],
+        [1.0, inf, 3.0, inf, nan],
+        [2.0, 2.0, 2.0, 2.0, 2.0],
+        [5.0, 1.0, 5.0, 0.0, 5.0],
+    ], dtype=np.float32)
+    B = rows.shape[0]
+    for offset in range(40):
+        tok = ref.sample_topp_rejection(rows, 0.5, seed=3, offset=offset)
+        assert tok[1] == 0 and tok[2] == 0  # undefined mass: the first entry of the order
+        assert tok[3] in (1, 3)
+        assert tok[4] in (0, 1, 2)  # 0.5 of five equal entries: the first three (before < 0.5)
+        assert tok[5] in (0, 2)  # two of three tied fives make 2/3 > 0.5: the first two
+        assert ref.keep_mask(rows, None, 0.5)[np.arange(B), tok].all()
+    assert np.all(ref.sample_topp_rejection(rows, 0.0, seed=1) == [1, 0, 0, 1, 0, 0])
+    assert np.all(ref.sample_topp_rejection(rows, 0.9, temperature=0.0) == [1, 0, 0, 1, 0, 0])
+    assert ref.sample_topp_rejection(rows[0], 0.9, seed=4).shape == ()

@@ -411,18 +411,16 @@ def sample_topp_rejection(logits, p=None, *, temperature=None, seed=0, offset=0,
     tokens = np.zeros(batch, dtype=np.int64)
     rounds = np.zeros(batch, dtype=np.int64)
     near = np.zeros(batch, dtype=bool)
+    first_four = np.stack([round_uniform(s, o, r) for r in range(4)], axis=1)  # (B, 4)
     for b in range(batch):
         if not t_rows[b] > 0:
             tokens[b] = oracle.order(xf[b])[0]
             continue
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             scaled = xf[b] / t_rows[b]
-        cache: dict[int, float] = {}
 
-        def u_of(r: int, b: int = b, cache: dict = cache) -> float:
-            if r not in cache:
-                cache[r] = float(round_uniform(s[b], o[b], r))
-            return cache[r]
+        def u_of(r: int, b: int = b) -> float:
+            return float(first_four[b, r] if r < 4 else round_uniform(s[b], o[b], r))
 
         tokens[b], rounds[b], near[b] = _reject_row(scaled, float(p_rows[b]), u_of, margin)
     if logits.ndim == 1:
