@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -601,4 +601,30 @@ if [[ $stage == s14a ]]; then  # fourteenth session, call 1: the prepared A/Bs o
   # the 16-bit dtypes' band at 50% of the slots (default since 13th session, from band_sim.py) vs 75%
   PROF_DTYPES=bfloat16,float16 KNOB_S=100 prof b16 topp0.9,topp0.99 zipf
   PROF_DTYPES=bfloat16,float16 KNOB_S=100 prof b16_75 topp0.9,topp0.99 zipf QRITA_LAUNCH_TABLE=bandpct=75x0
+fi
+if [[ $stage == s14b ]]; then  # the rejection draw of top-p (QRITA_TOPP_SAMPLER=reject, written blind in the fourteenth session): GPU tests, the sampler bench with and without it, its tiles / warps
+  gpu_tests s14b "${TESTS_S:-120}" tests/test_triton_reject_topp.py
+  for env in "QRITA_TOPP_SAMPLER=reject" ""; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    env $env timeout "${BENCH_S:-120}" python3 benchmarks/bench.py --out "$OUT/sample_$name" --ops sample \
+      --vocab 131072 --dtypes float32,bfloat16 --batch 1,64,1024 --workloads zipf,gaussian \
+      --scenarios topp0.9,topp0.99 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
+      > "$OUT/bench_sample_$name.log" 2>&1
+    echo "bench $name exit $?"; tail -c 2600 "$OUT/bench_sample_$name.log"
+  done
+  for knob in QRITA_REJECT_BLOCK=1024 QRITA_REJECT_BLOCK=4096 QRITA_REJECT_GROUP=4 QRITA_REJECT_GROUP=16 \
+              QRITA_REJECT_WARPS=4 QRITA_REJECT_WARPS=16; do
+    name=$(echo "$knob" | tr '=' '_')
+    env QRITA_TOPP_SAMPLER=reject "$knob" timeout 60 python3 benchmarks/bench.py --out "$OUT/knob_$name" \
+      --ops sample --vocab 131072 --dtypes float32 --batch 1024 --workloads zipf --scenarios topp0.9 \
+      --warmup 5 --rep 20 --check-rows 2 --no-progress 2>&1 | grep -E "^sample" | sed "s/^/$name /"
+  done
+fi
+if [[ $stage == s14c ]]; then  # the GPU tests not run at the thirteenth session's defaults (was `next`'s second half)
+  s=tests/test_triton_sampling.py; t=tests/test_triton_top_k.py; m=tests/test_triton_masks.py
+  timeout 90 python3 -m pytest -m gpu -p no:cacheprovider -q tests/test_backend_gpu.py 2>&1 | tail -3
+  gpu_tests s14c "${TESTS_S:-420}" "$s::test_gpu_real_shapes" "$s::test_gpu_support_and_fit_over_many_draws" \
+    "$s::test_gpu_per_row_parameters_real_vocab" "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" \
+    "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_deterministic_and_batch_invariant" \
+    "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_batches" "$m::test_gpu_real_vocab"
 fi

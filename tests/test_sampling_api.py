@@ -354,3 +354,32 @@ def test_mixed_libraries_and_1d_arrays():
     # 1-D logits take (1,) or () per-row arrays
     tok = qrita.sample(np.zeros(4, np.float32), seed=np.array([3]), offset=np.array(2))
     assert int(tok) == int(qrita.sample(np.zeros(4, np.float32), seed=3, offset=2))
+
+
+def test_rejection_draw_knob_on_cpu_arrays(monkeypatch):
+    """``QRITA_TOPP_SAMPLER=reject`` (docs/sampling.md, "The rejection draw"): NumPy and CPU
+    torch arrays take the reference's rejection draw where the GPU path would (top-k and min-p
+    off, a scalar temperature, no log-probabilities) and the rank-order draw elsewhere."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 2, size=(40, 64)).astype(np.float32)
+    seeds = np.arange(40, dtype=np.uint64) + 3
+    rank = qrita.sample(x, p=0.8, seed=seeds)
+    assert np.array_equal(rank, ref.sample(x, None, 0.8, seed=seeds))
+    monkeypatch.setenv("QRITA_TOPP_SAMPLER", "reject")
+    want = ref.sample_topp_rejection(x, 0.8, temperature=0.7, seed=seeds, offset=2)
+    assert np.array_equal(qrita.sample(x, p=0.8, temperature=0.7, seed=seeds, offset=2), want)
+    assert np.array_equal(qrita.sample(x, k=64, p=0.8, temperature=0.7, seed=seeds, offset=2),
+                          want)
+    assert not np.array_equal(want, ref.sample(x, None, 0.8, temperature=0.7, seed=seeds,
+                                               offset=2))
+    assert np.array_equal(qrita.sample(x, p=0.8, seed=seeds), ref.sample_topp_rejection(
+        x, 0.8, seed=seeds))
+    for kwargs in (dict(k=10), dict(min_p=0.1), dict(temperature=np.full(40, 0.7))):
+        assert np.array_equal(qrita.sample(x, p=0.8, seed=seeds, **kwargs),
+                              ref.sample(x, kwargs.pop("k", None), 0.8, seed=seeds, **kwargs))
+    tok, _ = qrita.sample(x, p=0.8, seed=seeds, return_logprob=True)
+    assert np.array_equal(tok, rank)
+    torch = pytest.importorskip("torch")
+    got = qrita.sample(torch.from_numpy(x), p=0.8, seed=torch.from_numpy(seeds.view(np.int64)))
+    assert isinstance(got, torch.Tensor)
+    assert np.array_equal(got.numpy(), ref.sample_topp_rejection(x, 0.8, seed=seeds))
