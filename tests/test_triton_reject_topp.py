@@ -143,8 +143,8 @@ def test_gpu_reject_topp_real_vocab(dtype):
     """Real vocabularies: zipf and gaussian rows, p in {0.9, 0.5, per-row}, compiled."""
     rng = np.random.default_rng(11)
     for V in (32000, 151936):
-        x = np.concatenate([generators.zipf_logits(8, V, rng=rng),
-                            generators.gaussian_logits(8, V, rng=rng)])
+        x = np.concatenate([generators.zipf_logits(4, V, rng=rng),
+                            generators.gaussian_logits(4, V, rng=rng)])
         x = generators.to_dtype(x, dtype)
         seeds = np.arange(x.shape[0], dtype=np.int64) * 7 + 1
         for p in (0.9, 0.5, _cycle(P_CYCLE, x.shape[0])):

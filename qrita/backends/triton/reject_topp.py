@@ -42,58 +42,75 @@ def _round_uniform(seed, offset, r):
 def _row_stats(row_ptr, V, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr,
                NS_P2: tl.constexpr):
     """One read: the mass of every group of GROUP tiles relative to the row's max (or its +inf
-    count when the row has +inf), the row's max, whether it has +inf, and the first entry of the
-    order (largest key, lowest index). Per lane an online max and mass (the mass rescaled when
-    the max grows), reduced once per group: no reduction per tile."""
+    count when the row has +inf), the row's max and whether it has +inf. Per lane an online max
+    and mass with one exponential per entry (a larger entry rescales the lane's mass by the same
+    exponential), reduced once per group: no reduction per tile."""
     lanes = tl.arange(0, BLOCK)
     groups = tl.arange(0, NS_P2)
+    scale2 = inv_t * 1.4426950408889634  # exp(y * inv_t) = exp2(y * scale2)
     group_max = tl.full([NS_P2], -float("inf"), tl.float32)
     group_mass = tl.zeros([NS_P2], tl.float32)
     group_inf = tl.zeros([NS_P2], tl.float32)
-    best_key = tl.full([BLOCK], KEY_NAN, tl.int32)
-    best_idx = tl.full([BLOCK], 0, tl.int32) + V
+    # past V: -inf, which weighs nothing (no mask on the entries)
+    x_next = tl.load(row_ptr + lanes, mask=lanes < V, other=-float("inf"))
     for g in range(0, tl.cdiv(V, BLOCK * GROUP)):
         lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
         lane_mass = tl.zeros([BLOCK], tl.float32)
         lane_inf = tl.zeros([BLOCK], tl.float32)
         for j in range(0, GROUP):
-            offs = (g * GROUP + j) * BLOCK + lanes
-            valid = offs < V
-            x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
-            finite = valid & (tl.abs(x) < float("inf"))
+            # the next tile's load is issued before this one is used (one program per row: each
+            # tile would otherwise wait for its own load)
+            x = x_next.to(tl.float32)
+            offs = (g * GROUP + j + 1) * BLOCK + lanes
+            x_next = tl.load(row_ptr + offs, mask=offs < V, other=-float("inf"))
+            finite = tl.abs(x) < float("inf")
             xf = tl.where(finite, x, -float("inf"))
-            new_max = tl.maximum(lane_max, xf)
-            ref = tl.where(new_max > -float("inf"), new_max, 0.0)
-            lane_mass = (lane_mass * tl.exp((lane_max - ref) * inv_t)
-                         + tl.where(finite, tl.exp((tl.where(finite, x, 0.0) - ref) * inv_t), 0.0))
-            lane_max = new_max
-            lane_inf += (valid & (x == float("inf"))).to(tl.float32)
-            key = order_key(x)
-            # offsets grow: a lane's first entry, then a larger key (the first copy stays)
-            better = valid & ((key > best_key) | (best_idx == V))
-            best_key = tl.where(better, key, best_key)
-            best_idx = tl.where(better, offs, best_idx)
+            grow = xf > lane_max
+            # exp(-|x - max| / t): the entry's weight, or the old mass's rescaling when x grows
+            # the max (0 against a lane max of -inf; NaN only where x is not finite: unused)
+            d = tl.exp2(-tl.abs(xf - lane_max) * scale2)
+            lane_mass = tl.where(grow, lane_mass * tl.where(lane_max > -float("inf"), d, 0.0)
+                                 + 1.0, lane_mass + tl.where(finite, d, 0.0))
+            lane_max = tl.maximum(lane_max, xf)
+            lane_inf += (x == float("inf")).to(tl.float32)
         m = tl.max(lane_max, axis=0)
         m_ref = tl.where(m > -float("inf"), m, 0.0)
         here = groups == g
         group_max = tl.where(here, m, group_max)
-        group_mass = tl.where(here, tl.sum(lane_mass * tl.exp((lane_max - m_ref) * inv_t),
+        group_mass = tl.where(here, tl.sum(lane_mass * tl.exp2((lane_max - m_ref) * scale2),
                                            axis=0), group_mass)
         group_inf = tl.where(here, tl.sum(lane_inf, axis=0), group_inf)
     row_max = tl.max(group_max, axis=0)
     inf_mode = tl.sum(group_inf, axis=0) > 0.0
     row_ref = tl.where(row_max > -float("inf"), row_max, 0.0)
     masses = tl.where(inf_mode, group_inf, group_mass * tl.exp((group_max - row_ref) * inv_t))
-    top = tl.max(best_key, axis=0)
-    first = tl.min(tl.where(best_key == top, best_idx, V), axis=0)
-    return masses, row_max, inf_mode, first
+    return masses, row_max, inf_mode
 
 
 @triton.jit
-def _live_weights(x, offs, valid, row_max, inv_t, inf_mode, key_t, idx_t, RESTRICT: tl.constexpr):
-    """Weights of a tile's live entries: every entry, or with RESTRICT those before
-    (key_t, idx_t) in the rank order (a larger key, or the same key at a lower index)."""
-    w = tl.where(valid, _weight(x, row_max, inv_t, inf_mode), 0.0)
+def _first_of_order(row_ptr, V, BLOCK: tl.constexpr):
+    """One read: the first entry of the order (largest key, lowest index; rows without mass)."""
+    lanes = tl.arange(0, BLOCK)
+    best_key = tl.full([BLOCK], KEY_NAN, tl.int32)
+    best_idx = tl.full([BLOCK], 0, tl.int32) + V
+    for i in range(0, tl.cdiv(V, BLOCK)):
+        offs = i * BLOCK + lanes
+        valid = offs < V
+        key = order_key(tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32))
+        # offsets grow: a lane's first entry, then a larger key (the first copy stays)
+        better = valid & ((key > best_key) | (best_idx == V))
+        best_key = tl.where(better, key, best_key)
+        best_idx = tl.where(better, offs, best_idx)
+    top = tl.max(best_key, axis=0)
+    return tl.min(tl.where(best_key == top, best_idx, V), axis=0)
+
+
+@triton.jit
+def _live_weights(x, offs, row_max, inv_t, inf_mode, key_t, idx_t, RESTRICT: tl.constexpr):
+    """Weights of a tile's live entries (loaded with -inf past V: weight 0): every entry, or with
+    RESTRICT those before (key_t, idx_t) in the rank order (a larger key, or the same key at a
+    lower index; t_r has weight > 0, so never -inf)."""
+    w = _weight(x, row_max, inv_t, inf_mode)
     if RESTRICT:
         key = order_key(x)
         w = tl.where((key > key_t) | ((key == key_t) & (offs < idx_t)), w, 0.0)
@@ -108,14 +125,15 @@ def _masses_before(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t,
     lanes = tl.arange(0, BLOCK)
     groups = tl.arange(0, NS_P2)
     masses = tl.zeros([NS_P2], tl.float32)
+    x_next = tl.load(row_ptr + lanes, mask=lanes < V, other=-float("inf"))
     for g in range(0, tl.cdiv(V, BLOCK * GROUP)):
         lane_mass = tl.zeros([BLOCK], tl.float32)
         for j in range(0, GROUP):
+            x = x_next.to(tl.float32)  # loaded one tile ahead, as in _row_stats
             offs = (g * GROUP + j) * BLOCK + lanes
-            valid = offs < V
-            x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
-            lane_mass += _live_weights(x, offs, valid, row_max, inv_t, inf_mode, key_t, idx_t,
-                                       True)
+            x_next = tl.load(row_ptr + offs + BLOCK, mask=offs + BLOCK < V,
+                             other=-float("inf"))
+            lane_mass += _live_weights(x, offs, row_max, inv_t, inf_mode, key_t, idx_t, True)
         masses = tl.where(groups == g, tl.sum(lane_mass, axis=0), masses)
     return masses
 
@@ -143,15 +161,13 @@ def _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t, idx_t, RESTRIC
     tile_mass = tl.zeros([GROUP], tl.float32)
     for j in range(0, GROUP):
         offs = (group * GROUP + j) * BLOCK + lanes
-        valid = offs < V
-        x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
-        w = _live_weights(x, offs, valid, row_max, inv_t, inf_mode, key_t, idx_t, RESTRICT)
+        x = tl.load(row_ptr + offs, mask=offs < V, other=-float("inf")).to(tl.float32)
+        w = _live_weights(x, offs, row_max, inv_t, inf_mode, key_t, idx_t, RESTRICT)
         tile_mass = tl.where(tiles == j, tl.sum(w, axis=0), tile_mass)
     tile, target = _crossing(tile_mass, target, tiles)
     offs = (group * GROUP + tile) * BLOCK + lanes
-    valid = offs < V
-    x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
-    w = _live_weights(x, offs, valid, row_max, inv_t, inf_mode, key_t, idx_t, RESTRICT)
+    x = tl.load(row_ptr + offs, mask=offs < V, other=-float("inf")).to(tl.float32)
+    w = _live_weights(x, offs, row_max, inv_t, inf_mode, key_t, idx_t, RESTRICT)
     lane, target = _crossing(w, target, lanes)
     x_t = tl.sum(tl.where(lanes == lane, x, 0.0), axis=0)
     return (group * GROUP + tile) * BLOCK + lane, order_key(x_t)
@@ -190,9 +206,8 @@ def reject_topp_sample_kernel(
     offset = row64 * 0 + offset_scalar
     if OFFSET_ARRAY:
         offset = tl.load(offset_ptr + row64 * offset_stride)
-    masses, row_max, inf_mode, first = _row_stats(row_ptr, V, inv_t, BLOCK, GROUP, NS_P2)
+    masses, row_max, inf_mode = _row_stats(row_ptr, V, inv_t, BLOCK, GROUP, NS_P2)
     total = tl.sum(masses, axis=0)
-    token = first
     rounds = row * 0
     if total > 0.0:
         if HAS_P:
@@ -202,7 +217,7 @@ def reject_topp_sample_kernel(
         p_on = (p < 1.0) & (p == p)
         target = p * total.to(tl.float64)
         u = _round_uniform(seed, offset, rounds)
-        idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, first, first,
+        idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, rounds, rounds,
                              False, BLOCK, GROUP, NS_P2)
         rounds = rounds + 1
         more = p_on
@@ -218,5 +233,7 @@ def reject_topp_sample_kernel(
                                      idx_t, True, BLOCK, GROUP, NS_P2)
                 rounds = rounds + 1
         token = idx_t
+    else:  # no mass (every entry -inf or NaN): the first entry of the order
+        token = _first_of_order(row_ptr, V, BLOCK)
     tl.store(token_ptr + row64, token.to(tl.int64))
     tl.store(rounds_ptr + row64, rounds)
