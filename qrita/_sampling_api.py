@@ -227,9 +227,10 @@ def sample(
     x = np.asarray(adapter.to_numpy(logits))
     batch = 1 if x.ndim == 1 else x.shape[0]
     s = _fresh_seeds(batch) if s is None else _host(adapter, s, np.uint64)
-    if not want_logprob and _rejection_draw(x, c.k, m, t):
+    if not want_logprob and _rejection_draw(x, c.k, t):
         tokens = _ref.sample_topp_rejection(x, _host(adapter, c.p, np.float64), temperature=t,
-                                            seed=s, offset=_host(adapter, o, np.uint64))
+                                            min_p=_host(adapter, m, np.float64), seed=s,
+                                            offset=_host(adapter, o, np.uint64))
         return _wrap(info, adapter, np.asarray(tokens, dtype=np.int64), logits)
     tokens, logp = _ref.sample(
         x,
@@ -247,10 +248,10 @@ def sample(
     return tokens, _wrap(info, adapter, np.asarray(logp), logits)
 
 
-def _rejection_draw(x: np.ndarray, k: Any, min_p: Any, temperature: Any) -> bool:
+def _rejection_draw(x: np.ndarray, k: Any, temperature: Any) -> bool:
     """The CPU twin of the GPU path's opt-in rejection draw of top-p (``QRITA_TOPP_SAMPLER=reject``,
-    docs/sampling.md): top-k off (None, or a scalar <= 0 or >= V), min-p off, a temperature that
-    is None or one number in [1e-30, 1e30], float16 / bfloat16 / float32 logits."""
+    docs/sampling.md): top-k off (None, or a scalar <= 0 or >= V), a temperature that is None
+    or one number in [1e-30, 1e30], float16 / bfloat16 / float32 logits."""
     if os.environ.get("QRITA_TOPP_SAMPLER", "") != "reject" or x.dtype == np.float64:
         return False
     vocab = x.shape[-1]
@@ -259,7 +260,7 @@ def _rejection_draw(x: np.ndarray, k: Any, min_p: Any, temperature: Any) -> bool
     if temperature is not None and (not isinstance(temperature, numbers.Number)
                                     or not 1e-30 <= float(temperature) <= 1e30):
         return False
-    return min_p is None
+    return True
 
 
 def top_k_top_p_probs(

@@ -358,8 +358,8 @@ def test_mixed_libraries_and_1d_arrays():
 
 def test_rejection_draw_knob_on_cpu_arrays(monkeypatch):
     """``QRITA_TOPP_SAMPLER=reject`` (docs/sampling.md, "The rejection draw"): NumPy and CPU
-    torch arrays take the reference's rejection draw where the GPU path would (top-k and min-p
-    off, a scalar temperature, no log-probabilities) and the rank-order draw elsewhere."""
+    torch arrays take the reference's rejection draw where the GPU path would (top-k off, a
+    scalar temperature, no log-probabilities) and the rank-order draw elsewhere."""
     rng = np.random.default_rng(5)
     x = rng.normal(0, 2, size=(40, 64)).astype(np.float32)
     seeds = np.arange(40, dtype=np.uint64) + 3
@@ -374,7 +374,9 @@ def test_rejection_draw_knob_on_cpu_arrays(monkeypatch):
                                                offset=2))
     assert np.array_equal(qrita.sample(x, p=0.8, seed=seeds), ref.sample_topp_rejection(
         x, 0.8, seed=seeds))
-    for kwargs in (dict(k=10), dict(min_p=0.1), dict(temperature=np.full(40, 0.7))):
+    assert np.array_equal(qrita.sample(x, p=0.8, min_p=0.1, seed=seeds),
+                          ref.sample_topp_rejection(x, 0.8, min_p=0.1, seed=seeds))
+    for kwargs in (dict(k=10), dict(temperature=np.full(40, 0.7))):
         assert np.array_equal(qrita.sample(x, p=0.8, seed=seeds, **kwargs),
                               ref.sample(x, kwargs.pop("k", None), 0.8, seed=seeds, **kwargs))
     tok, _ = qrita.sample(x, p=0.8, seed=seeds, return_logprob=True)

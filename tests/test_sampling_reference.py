@@ -436,9 +436,11 @@ def test_round_uniforms_extend_the_uniform():
     assert len(set(ref.round_uniform(5, 9, r).item() for r in range(12))) == 12
 
 
-@pytest.mark.parametrize("p,temperature", [(0.8, None), (0.3, None), (0.0, None), (None, None),
-                                           (0.7, 2.0), (0.95, 0.5)])
-def test_rejection_draw_goodness_of_fit_and_support(p, temperature):
+@pytest.mark.parametrize("p,temperature,min_p", [(0.8, None, None), (0.3, None, None),
+                                                 (0.0, None, None), (None, None, None),
+                                                 (0.7, 2.0, None), (0.95, 0.5, 0.1),
+                                                 (None, None, 0.2)])
+def test_rejection_draw_goodness_of_fit_and_support(p, temperature, min_p):
     """The rejection draw's tokens follow the top-p distribution (chi-square, alpha 1e-6) and
     never leave its support; rows that reject (two or more draws) occur."""
     from scipy.stats import chisquare
@@ -446,9 +448,9 @@ def test_rejection_draw_goodness_of_fit_and_support(p, temperature):
     n = N_DRAWS // 2
     x = np.broadcast_to(ROW, (n, ROW.size))
     tokens, trace = ref.sample_topp_rejection(
-        x, p, temperature=temperature, seed=77, offset=np.arange(n, dtype=np.uint64),
-        return_trace=True)
-    probs = ref.probs(ROW, None, p, temperature=temperature, dtype=np.float64)
+        x, p, temperature=temperature, min_p=min_p, seed=77,
+        offset=np.arange(n, dtype=np.uint64), return_trace=True)
+    probs = ref.probs(ROW, None, p, temperature=temperature, min_p=min_p, dtype=np.float64)
     kept = np.flatnonzero(probs)
     assert np.isin(tokens, kept).all()
     counts = np.bincount(tokens, minlength=ROW.size)[kept]
@@ -456,7 +458,7 @@ def test_rejection_draw_goodness_of_fit_and_support(p, temperature):
     if kept.size > 1:
         res = chisquare(counts, probs[kept] * n)
         assert res.pvalue > 1e-6, (p, counts, probs[kept] * n)
-    if p is not None:
+    if p is not None or min_p is not None:
         assert (trace.rounds >= 2).sum() > n // 50
     else:
         assert np.all(trace.rounds == 1)

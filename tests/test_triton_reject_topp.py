@@ -22,6 +22,7 @@ from qrita.testing import generators  # noqa: E402
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 P_CYCLE = [0.9, 0.0, 1e-9, 0.5, 1.0, 1.0 - 1e-7, np.nan, 0.3, 0.99, -1.0]
+MIN_P_CYCLE = [0.0, np.nan, 0.05, 0.5, 1.0, 2.0, -1.0, 1e-9]
 
 
 def _families(V: int, dtype: str, seed: int) -> np.ndarray:
@@ -39,12 +40,13 @@ def _arg(v):
     return torch.from_numpy(np.array(v, copy=True)).to(DEVICE) if isinstance(v, np.ndarray) else v
 
 
-def check_rows(x: np.ndarray, tokens: np.ndarray, p, temperature, seed, offset) -> int:
+def check_rows(x: np.ndarray, tokens: np.ndarray, p, temperature, seed, offset,
+               min_p=None) -> int:
     """Assert the kernel's tokens against the reference (see the module docstring); returns the
     number of rows that drew more than once."""
-    want, trace = ref.sample_topp_rejection(x, p, temperature=temperature, seed=seed,
-                                            offset=offset, return_trace=True)
-    keep = ref.keep_mask(x, None, p, temperature=temperature)
+    want, trace = ref.sample_topp_rejection(x, p, temperature=temperature, min_p=min_p,
+                                            seed=seed, offset=offset, return_trace=True)
+    keep = ref.keep_mask(x, None, p, temperature=temperature, min_p=min_p)
     bad = [b for b in range(x.shape[0]) if tokens[b] != want[b]
            and (not trace.near[b] or not keep[b, tokens[b]])]
     assert not bad, (f"{len(bad)} rows differ: rows {bad[:6]}, got {tokens[bad[:6]]}, "
@@ -59,8 +61,9 @@ def _cycle(values, n, shift=0):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 def test_reject_topp_matches_the_reference(dtype):
     """Every generator family (ties at the boundary, all-equal, -inf, NaN, +inf, extremes), odd
-    V, scalar / per-row / 0 / tiny / off p, scalar temperatures, per-row and scalar seeds and
-    offsets; rows that reject (two or more draws) occur and match too."""
+    V, scalar / per-row / 0 / tiny / off p, min-p alone and after top-p (scalar and per-row: 0,
+    NaN, tiny, 1, above 1, negative), scalar temperatures, per-row and scalar seeds and offsets;
+    rows that reject (two or more draws) occur and match too."""
     V = 509
     x = _families(V, dtype, 3)
     B = x.shape[0]
@@ -70,14 +73,16 @@ def test_reject_topp_matches_the_reference(dtype):
         dict(p=0.9), dict(p=None), dict(p=_cycle(P_CYCLE, B)), dict(p=0.0), dict(p=1e-9),
         dict(p=0.5, temperature=0.7), dict(p=0.999, temperature=3.0), dict(p=0.3),
         dict(p=_cycle(P_CYCLE, B, 4).astype(np.float32), temperature=0.25),
+        dict(min_p=0.1), dict(p=0.9, min_p=_cycle(MIN_P_CYCLE, B)),
+        dict(p=_cycle(P_CYCLE, B, 2), min_p=0.02, temperature=2.0),
     ]
     multi = 0
     for i, case in enumerate(cases):
-        p, t = case.get("p"), case.get("temperature")
+        p, t, m = case.get("p"), case.get("temperature"), case.get("min_p")
         seed, offset = (seeds, offsets) if i % 2 == 0 else (int(2**64 - 5 - i), 7 + i)
         tokens = launch_mod.launch_reject_topp_sample(
-            _dev(x, dtype), t, _arg(p), _arg(seed), _arg(offset))
-        multi += check_rows(x, tokens.cpu().numpy(), p, t, seed, offset)
+            _dev(x, dtype), t, _arg(p), _arg(seed), _arg(offset), _arg(m))
+        multi += check_rows(x, tokens.cpu().numpy(), p, t, seed, offset, m)
     assert multi >= B // 4, multi  # the rejection rounds ran on many rows
 
 
@@ -105,8 +110,8 @@ def test_reject_topp_rounds_and_tiles(block, group):
 
 
 def test_sample_routes_to_the_rejection_draw_only_when_asked(monkeypatch):
-    """``QRITA_TOPP_SAMPLER=reject``: ``sample`` with top-k and min-p off and no log-probabilities
-    takes the rejection draw; with top-k, min-p, per-row temperatures or log-probabilities it
+    """``QRITA_TOPP_SAMPLER=reject``: ``sample`` with top-k off and no log-probabilities takes
+    the rejection draw (min-p too); with top-k, per-row temperatures or log-probabilities it
     keeps the default draw (the rank-order inverse CDF). Unset: never."""
     calls = []
     real = so.launch_reject_topp_sample
@@ -127,10 +132,13 @@ def test_sample_routes_to_the_rejection_draw_only_when_asked(monkeypatch):
     check_rows(x, tokens.cpu().numpy(), 0.9, None, 5, 2)
     so.sample(xt, V, 0.9, seed=5, temperature=0.5)  # k >= V is top-k off
     assert len(calls) == 2
-    for kwargs in (dict(k=50), dict(min_p=0.1), dict(temperature=_arg(np.full(6, 0.5))),
+    tokens = so.sample(xt, None, None, min_p=0.2, seed=5)
+    assert len(calls) == 3
+    check_rows(x, tokens.cpu().numpy(), None, None, 5, 0, 0.2)
+    for kwargs in (dict(k=50), dict(temperature=_arg(np.full(6, 0.5))),
                    dict(return_logprob=True)):
         so.sample(xt, kwargs.pop("k", None), 0.9, seed=5, **kwargs)
-    assert len(calls) == 2
+    assert len(calls) == 3
     fresh = so.sample(xt, None, 0.9)  # a fresh seed: a token top-p keeps
     keep = oracle.keep_mask(x, None, 0.9)
     assert keep[np.arange(6), fresh.cpu().numpy()].all()

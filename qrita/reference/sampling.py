@@ -338,13 +338,17 @@ class RejectionTrace(NamedTuple):
     near: np.ndarray
 
 
-def _reject_row(scaled: np.ndarray, p: float, u_of, margin: float) -> tuple[int, int, bool]:
-    """(token, rounds, near) of one non-greedy row (scaled float64 values, p as in rule 3)."""
+def _reject_row(scaled: np.ndarray, p: float, min_p: float, u_of, margin: float
+                ) -> tuple[int, int, bool]:
+    """(token, rounds, near) of one non-greedy row (scaled float64 values, p as in rule 3,
+    min_p as :func:`row_sampling_params` gives it)."""
     ordr = oracle.order(scaled)
     w = _weights(scaled)
     if w is None:  # undefined mass: the first entry of the order
         return int(ordr[0]), 0, False
     keep = oracle.keep_mask(scaled[None, :], None, p)[0]
+    if not np.isnan(min_p):
+        keep &= w >= min_p
     before = np.zeros(scaled.shape[0])
     pos = np.empty(scaled.shape[0], dtype=np.int64)
     pos[ordr] = np.arange(scaled.shape[0])
@@ -364,22 +368,24 @@ def _reject_row(scaled: np.ndarray, p: float, u_of, margin: float) -> tuple[int,
         lo_edge = cs[t] - ws[t]
         near |= bool(min(abs(target - lo_edge), abs(cs[t] - target)) <= margin * mass)
         r += 1
+        if not np.isnan(p) and 0 < p < 1:
+            near |= bool(abs(before[t] - p) <= margin)
+        if not np.isnan(min_p):
+            near |= bool(abs(w[t] - min_p) <= margin)
         if keep[t]:
-            if not np.isnan(p) and 0 < p < 1:
-                near |= bool(abs(before[t] - p) <= margin)
             return t, r, near
-        near |= bool(abs(before[t] - p) <= margin)
         live = pos < pos[t]
 
 
-def sample_topp_rejection(logits, p=None, *, temperature=None, seed=0, offset=0,
+def sample_topp_rejection(logits, p=None, *, temperature=None, min_p=None, seed=0, offset=0,
                           margin: float = 1e-6, return_trace: bool = False):
-    """Reference of the rejection draw of top-p (top-k and min-p off), docs/sampling.md.
+    """Reference of the rejection draw of top-p and min-p (top-k off), docs/sampling.md.
 
     Per row: S_0 is every entry; round r draws t_r from S_r by inverse CDF in *index* order with
     ``round_uniform(seed, offset, r)`` (the first entry whose cumulative weight over S_r exceeds
     u_r times S_r's weight); t_r is the token if top-p keeps it, else S_{r+1} is the set of entries
-    before t_r in the rank order. S_r always holds the first entry of the order (always kept), and
+    before t_r in the rank order (min-p too keeps a prefix of the order, so "kept" may be top-p then
+    min-p). S_r always holds the first entry of the order (always kept), and
     each round removes t_r, so the draw ends; each round keeps with probability >= p, and the
     token's distribution is the top-p distribution exactly (the kept set is a prefix of the order
     inside every S_r). Greedy rows (temperature not > 0) and undefined-mass rows give the first
@@ -390,6 +396,7 @@ def sample_topp_rejection(logits, p=None, *, temperature=None, seed=0, offset=0,
     logits : ndarray (V,) or (B, V), floating
     p : None, float or ndarray (B,) (rule 3: >= 1 or NaN off, <= 0 the first entry alone)
     temperature : None, float or ndarray (B,)
+    min_p : None, float or ndarray (B,) (None, NaN or <= 0: off; above 1 acts as 1)
     seed, offset : ints in [0, 2^64) or integer arrays (B,) (uint64 bit patterns)
     margin : the tolerance of :class:`RejectionTrace`'s ``near``
     return_trace : also return a :class:`RejectionTrace`
@@ -400,7 +407,7 @@ def sample_topp_rejection(logits, p=None, *, temperature=None, seed=0, offset=0,
     """
     x2 = logits.reshape(1, -1) if logits.ndim == 1 else logits
     batch = x2.shape[0]
-    t_rows, _ = row_sampling_params(temperature, None, batch)
+    t_rows, m_rows = row_sampling_params(temperature, min_p, batch)
     if p is None:
         p_rows = np.full(batch, np.nan)
     else:
@@ -422,7 +429,8 @@ def sample_topp_rejection(logits, p=None, *, temperature=None, seed=0, offset=0,
         def u_of(r: int, b: int = b) -> float:
             return float(first_four[b, r] if r < 4 else round_uniform(s[b], o[b], r))
 
-        tokens[b], rounds[b], near[b] = _reject_row(scaled, float(p_rows[b]), u_of, margin)
+        tokens[b], rounds[b], near[b] = _reject_row(scaled, float(p_rows[b]), float(m_rows[b]),
+                                                    u_of, margin)
     if logits.ndim == 1:
         tokens = tokens.reshape(())
     trace = RejectionTrace(rounds, near)

@@ -603,15 +603,16 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     return token, logp
 
 
-def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, *,
+def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min_p=None, *,
                               rounds: torch.Tensor | None = None, block: int | None = None,
                               group: int | None = None) -> torch.Tensor:
-    """One token per row with top-k and min-p off: top-p (or nothing) at a scalar temperature,
-    by the rejection draw (``reject_topp.reject_topp_sample_kernel``, one program per row).
+    """One token per row with top-k off: top-p then min-p (either or both may be off) at a scalar
+    temperature, by the rejection draw (``reject_topp.reject_topp_sample_kernel``, one program
+    per row).
 
     x : (B, V) float32 / bfloat16 / float16, unit stride along V; temperature : None or a Python
-    number in [1e-30, 1e30] (the caller checks); p : None, a Python number or a (B,) floating
-    tensor; seed / offset : as :func:`qrita.backends.triton.philox.uniforms` takes them (the
+    number in [1e-30, 1e30] (the caller checks); p, min_p : None, a Python number or a (B,)
+    floating tensor; seed / offset : as :func:`qrita.backends.triton.philox.uniforms` takes them (the
     round uniforms are drawn in the kernel); rounds : optional (B,) int32 receiving the draws per
     row; block : entries per tile (default ``QRITA_REJECT_BLOCK`` or 2048; 128 under the
     interpreter); group : tiles per group, a power of two (``QRITA_REJECT_GROUP`` or 8; 2 under
@@ -634,9 +635,11 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, *,
         rounds = torch.empty(batch, dtype=torch.int32, device=dev)
     a = philox.seed_offset_args(seed, offset, batch, dev, token)
     p_ptr, p_bits, p_array = _f64_param(p, token)
-    launch(reject_topp_sample_kernel, (batch,), x, p_ptr, a.seeds, a.offsets, vocab, x.stride(0),
-           1.0 / t, p_bits, a.seed_bits, a.offset_bits, a.seed_stride, a.offset_stride, token,
-           rounds, HAS_P=p is not None, P_ARRAY=p_array, SEED_MODE=a.seed_mode,
+    m_ptr, m_bits, m_array = _f64_param(min_p, token)
+    launch(reject_topp_sample_kernel, (batch,), x, p_ptr, m_ptr, a.seeds, a.offsets, vocab,
+           x.stride(0), 1.0 / t, p_bits, m_bits, a.seed_bits, a.offset_bits, a.seed_stride,
+           a.offset_stride, token, rounds, HAS_P=p is not None, P_ARRAY=p_array,
+           HAS_MIN_P=min_p is not None, MIN_P_ARRAY=m_array, SEED_MODE=a.seed_mode,
            OFFSET_ARRAY=a.offset_array, BLOCK=block, GROUP=group,
            NS_P2=next_pow2(-(-vocab // (block * group))),
            num_warps=int(os.environ.get("QRITA_REJECT_WARPS", "8")))

@@ -1,7 +1,8 @@
 """``@triton.jit`` kernel of the rejection draw of top-p (docs/sampling.md, "The rejection draw").
 Imports triton only.
 
-``reject_topp_sample_kernel``, grid (B,), one program per row, no scratch. The draw needs no
+``reject_topp_sample_kernel``, grid (B,), one program per row, no scratch; top-p and min-p
+(both keep a prefix of the rank order), top-k off. The draw needs no
 top-p threshold: a first read gives the mass of every group of tiles (per lane an online max and
 mass, reduced once per group: one read, not two), the token is drawn from the whole row by
 inverse CDF in index order (the group by a cumulative sum over the groups' masses, the tile by
@@ -20,7 +21,7 @@ import triton.language as tl
 
 from qrita.backends.triton.fused_sample import _row_param
 from qrita.backends.triton.fused_topp import _weight
-from qrita.backends.triton.primitives import KEY_NAN, order_key
+from qrita.backends.triton.primitives import KEY_NAN, key_to_value, order_key
 
 __all__ = ["reject_topp_sample_kernel"]
 
@@ -175,17 +176,19 @@ def _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t, idx_t, RESTRIC
 
 @triton.jit
 def reject_topp_sample_kernel(
-    x_ptr, p_ptr, seed_ptr, offset_ptr,
-    V, stride_x, inv_t, p_bits, seed_scalar, offset_scalar, seed_stride, offset_stride,
-    token_ptr, rounds_ptr,
-    HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr,
-    OFFSET_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
+    x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr,
+    V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
+    offset_stride, token_ptr, rounds_ptr,
+    HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
+    MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
+    BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
 ):
-    """One token per row: top-p (top-k and min-p off) at a scalar temperature, by rejection.
+    """One token per row: top-p then min-p (top-k off) at a scalar temperature, by rejection.
 
     x_ptr : (B, V) float32 / bfloat16 / float16 logits, unit stride along V
-    p_ptr : (B,) floating when P_ARRAY, else the scalar p is ``p_bits`` (the int64 bit pattern of
-        a float64); HAS_P False: top-p off
+    p_ptr / min_p_ptr : (B,) floating when P_ARRAY / MIN_P_ARRAY, else the scalar is ``p_bits``
+        / ``min_p_bits`` (the int64 bit pattern of a float64); HAS_P / HAS_MIN_P False: off
+        (min-p also off where <= 0 or NaN; above 1 it acts as 1)
     seed_ptr / offset_ptr : int64 (uint64 bit patterns), read at ``row * stride`` (SEED_MODE 1,
         OFFSET_ARRAY); else the scalars; SEED_MODE 2: a seed per row derived from ``seed_scalar``
         as :mod:`qrita.backends.triton.philox` derives it
@@ -215,18 +218,28 @@ def reject_topp_sample_kernel(
         else:
             p = (row * 0).to(tl.float64) + 1.0
         p_on = (p < 1.0) & (p == p)
+        if HAS_MIN_P:
+            min_p = _row_param(min_p_ptr, min_p_bits, row64, MIN_P_ARRAY)
+        else:
+            min_p = (row * 0).to(tl.float64)
+        min_p_on = min_p > 0.0  # NaN and <= 0: off
+        min_w = tl.minimum(min_p, 1.0)
         target = p * total.to(tl.float64)
         u = _round_uniform(seed, offset, rounds)
         idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, rounds, rounds,
                              False, BLOCK, GROUP, NS_P2)
         rounds = rounds + 1
-        more = p_on
+        more = p_on | min_p_on
         while more:
             masses = _masses_before(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t, BLOCK,
                                     GROUP, NS_P2)
             before = tl.sum(masses, axis=0)
-            # kept: the mass before it is under p x Z (the first entry of the order always is)
-            more = (before.to(tl.float64) >= target) & (before > 0.0)
+            # kept: the mass before it is under p x Z, and its weight (relative to the row's
+            # max) at least min_p; the first entry of the order (nothing before it) always is
+            w_t = _weight(key_to_value(key_t), row_max, inv_t, inf_mode).to(tl.float64)
+            drop_p = p_on & (before.to(tl.float64) >= target)
+            drop_min_p = min_p_on & (w_t < min_w)
+            more = (drop_p | drop_min_p) & (before > 0.0)
             if more:
                 u = _round_uniform(seed, offset, rounds)
                 idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t,

@@ -540,13 +540,14 @@ def _fused_topp(x: torch.Tensor, k: Row, min_p: Row, temperature: Row) -> bool:
     return min_p is None and _fused_enabled(x, temperature)
 
 
-def _reject_topp(x: torch.Tensor, k: Row, min_p: Row, temperature: Row) -> bool:
+def _reject_topp(x: torch.Tensor, k: Row, temperature: Row) -> bool:
     """Whether :func:`sample` takes the rejection draw of top-p: opt-in, a measuring option not
     yet the contract (``QRITA_TOPP_SAMPLER=reject``; its tokens follow
     :func:`qrita.reference.sampling.sample_topp_rejection`, not :func:`sample_with_uniforms`),
-    under :func:`_fused_topp`'s conditions, without log-probabilities."""
+    under :func:`_fused_topp`'s conditions except that min-p may be on, without
+    log-probabilities."""
     return (os.environ.get("QRITA_TOPP_SAMPLER", "") == "reject"
-            and _fused_topp(x, k, min_p, temperature))
+            and _fused_topp(x, k, None, temperature))
 
 
 def _row_param(v: Row, batch: int) -> float | torch.Tensor | None:
@@ -725,8 +726,9 @@ def sample(
     logprobs : torch.Tensor (B,) float32 (float64 for float64 logits), with ``return_logprob``
     """
     x = _check_logits(logits)
-    if not return_logprob and _reject_topp(x, k, min_p, temperature):
-        return launch_reject_topp_sample(x, temperature, _row_param(p, x.shape[0]), seed, offset)
+    if not return_logprob and _reject_topp(x, k, temperature):
+        return launch_reject_topp_sample(x, temperature, _row_param(p, x.shape[0]), seed, offset,
+                                         _row_param(min_p, x.shape[0]))
     u = philox_uniforms(seed, offset, x.shape[0], x.device)
     return sample_with_uniforms(x, u, k, p, min_p=min_p, temperature=temperature,
                                 return_logprob=return_logprob)
