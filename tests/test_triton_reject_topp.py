@@ -76,6 +76,8 @@ def test_reject_topp_matches_the_reference(dtype):
         dict(min_p=0.1), dict(p=0.9, min_p=_cycle(MIN_P_CYCLE, B)),
         dict(p=_cycle(P_CYCLE, B, 2), min_p=0.02, temperature=2.0),
     ]
+    if dtype != "float32":  # the 16-bit dtypes differ only in the loads: the main cases
+        cases = [cases[i] for i in (0, 2, 5, 10)]
     multi = 0
     for i, case in enumerate(cases):
         p, t, m = case.get("p"), case.get("temperature"), case.get("min_p")
