@@ -700,6 +700,8 @@ def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, one_launc
         dict(k=20, temperature=1e-30), dict(k=20, p=0.9, temperature=1e30),
         dict(k=3, p=0.0), dict(k=3, p=1e-9, min_p=2.0),
     ]
+    if dtype != "float32":  # the 16-bit dtypes differ only in the loads (CI time): main cases
+        cases = [cases[i] for i in (2, 4, 5, 9)]
     failures = []
     for i, case in enumerate(cases):
         u = _grid_uniforms(np.random.default_rng(i), B)
@@ -717,9 +719,11 @@ def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, one_launc
     assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
     assert len(taken) == len(cases)
     assert len(selections) == (0 if one_launch == "1" else len(cases))
-    # outside the fused path's limits: the multi-call path (same answers, checked above's way)
-    for case in (dict(k=V), dict(k=5, temperature=np.full(B, 0.5)),
-                 dict(k=np.full(B, 5, dtype=np.int64))):
+    # outside the fused path's limits: the multi-call path (same answers, checked above's way;
+    # float32 only: the routing does not depend on the dtype)
+    outside = (dict(k=V), dict(k=5, temperature=np.full(B, 0.5)),
+               dict(k=np.full(B, 5, dtype=np.int64)))
+    for case in outside if dtype == "float32" else ():
         u = _grid_uniforms(np.random.default_rng(99), B)
         args = {name: _arg(v) for name, v in case.items()}
         tokens = so.sample_with_uniforms(_dev(x, dtype), _arg(u), args.get("k"),
@@ -746,6 +750,9 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
         dict(k=0, temperature=1e-30), dict(p=0.9, temperature=1e30),
         dict(p=_cycle(P_CYCLE, B, 5).astype(np.float32), temperature=0.25),
     ]
+    if dtype != "float32":  # the 16-bit dtypes differ only in the loads (CI time): main cases
+        cases = [cases[i] for i in (0, 2, 5, 10)]
+    checked_twice = sum(1 for i in range(len(cases)) if i in (0, 2, 5))
     failures = []
     for i, case in enumerate(cases):
         u = _grid_uniforms(np.random.default_rng(100 + i), B)
@@ -765,7 +772,7 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
         except AssertionError as err:
             failures.append(f"{case}: {err}")
     assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
-    assert len(taken) == len(cases) + 3
+    assert len(taken) == len(cases) + checked_twice
     # both routes ran: the histogram band answered both searches on many rows, and pivot
     # rounds over the row (not only the final gather) took the others (tie-heavy families)
     rounds = torch.zeros((B, 2), dtype=torch.int32, device=DEVICE)
@@ -774,9 +781,11 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
     hits, reads = rounds[:, 0].cpu(), rounds[:, 1].cpu()
     assert int((hits == 2).sum()) >= B // 3, hits.tolist()
     assert int((reads >= 2).sum()) >= B // 6, reads.tolist()
-    # min-p, per-row k and per-row temperatures are not fused: the multi-call path
-    for case in (dict(p=0.9, min_p=0.1), dict(k=np.full(B, V, dtype=np.int64)),
-                 dict(temperature=np.full(B, 0.5))):
+    # min-p, per-row k and per-row temperatures are not fused: the multi-call path (float32
+    # only: the routing does not depend on the dtype)
+    outside = (dict(p=0.9, min_p=0.1), dict(k=np.full(B, V, dtype=np.int64)),
+               dict(temperature=np.full(B, 0.5)))
+    for case in outside if dtype == "float32" else ():
         u = _grid_uniforms(np.random.default_rng(99), B)
         args = {name: _arg(v) for name, v in case.items()}
         tokens = so.sample_with_uniforms(_dev(x, dtype), _arg(u), args.get("k"), args.get("p"),
@@ -785,7 +794,7 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
         compare.assert_sampling_matches(x, u.astype(np.float64), case.get("k"), case.get("p"),
                                         min_p=case.get("min_p"),
                                         temperature=case.get("temperature"), tokens=_host(tokens))
-    assert len(taken) == len(cases) + 3
+    assert len(taken) == len(cases) + checked_twice
 
 
 @pytest.mark.parametrize("knobs", [{"QRITA_TOPP_SPLIT": "0"}, {"QRITA_TOPP_HIST": "0"},
