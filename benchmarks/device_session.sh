@@ -609,7 +609,7 @@ if [[ $stage == s14b ]]; then  # the rejection draw of top-p (QRITA_TOPP_SAMPLER
     env $env timeout "${BENCH_S:-120}" python3 benchmarks/bench.py --out "$OUT/sample_$name" --ops sample \
       --vocab 131072 --dtypes float32,bfloat16 --batch 1,64,1024 --workloads zipf,gaussian \
       --scenarios topp0.9,topp0.99 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
-      > "$OUT/bench_sample_$name.log" 2>&1
+      --peers '' > "$OUT/bench_sample_$name.log" 2>&1
     echo "bench $name exit $?"; tail -c 2600 "$OUT/bench_sample_$name.log"
   done
   for knob in QRITA_REJECT_BLOCK=1024 QRITA_REJECT_BLOCK=4096 QRITA_REJECT_GROUP=4 QRITA_REJECT_GROUP=16 \
@@ -617,7 +617,8 @@ if [[ $stage == s14b ]]; then  # the rejection draw of top-p (QRITA_TOPP_SAMPLER
     name=$(echo "$knob" | tr '=' '_')
     env QRITA_TOPP_SAMPLER=reject "$knob" timeout 60 python3 benchmarks/bench.py --out "$OUT/knob_$name" \
       --ops sample --vocab 131072 --dtypes float32 --batch 1024 --workloads zipf --scenarios topp0.9 \
-      --warmup 5 --rep 20 --check-rows 2 --no-progress 2>&1 | grep -E "^sample" | sed "s/^/$name /"
+      --warmup 5 --rep 20 --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^sample" \
+      | sed "s/^/$name /"
   done
 fi
 if [[ $stage == s14c ]]; then  # the GPU tests not run at the thirteenth session's defaults (was `next`'s second half)
