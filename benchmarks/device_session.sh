@@ -602,8 +602,13 @@ if [[ $stage == s14a ]]; then  # fourteenth session, call 1: the prepared A/Bs o
   PROF_DTYPES=bfloat16,float16 KNOB_S=100 prof b16 topp0.9,topp0.99 zipf
   PROF_DTYPES=bfloat16,float16 KNOB_S=100 prof b16_75 topp0.9,topp0.99 zipf QRITA_LAUNCH_TABLE=bandpct=75x0
 fi
-if [[ $stage == s14b ]]; then  # the rejection draw of top-p (QRITA_TOPP_SAMPLER=reject, written blind in the fourteenth session): GPU tests, the sampler bench with and without it, its tiles / warps
+if [[ $stage == s14b ]]; then  # the rejection draw of top-p (QRITA_TOPP_SAMPLER=reject, written blind in the fourteenth session): GPU tests, host time at B = 1, the sampler bench with and without it, its tiles / warps
   gpu_tests s14b "${TESTS_S:-120}" tests/test_triton_reject_topp.py
+  for env in "QRITA_TOPP_SAMPLER=reject" ""; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    env $env timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host1_$name" --batch 1 \
+      --only "public sample p0.9" --rows 3 2>&1 | grep "host" | sed "s/^/$name /" | head -3
+  done
   for env in "QRITA_TOPP_SAMPLER=reject" ""; do
     name=$(echo "${env:-default}" | tr '=' '_')
     env $env timeout "${BENCH_S:-120}" python3 benchmarks/bench.py --out "$OUT/sample_$name" --ops sample \

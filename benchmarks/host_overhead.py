@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         "torch.topk k50": lambda: torch.topk(x, 50),
         "public sample k100 p0.9": lambda: qrita.sample(x, k=100, p=0.9, seed=1234),
         "public sample k50": lambda: qrita.sample(x, k=50, seed=1234),
+        "public sample p0.9": lambda: qrita.sample(x, p=0.9, seed=1234),
         "ops sample_with_uniforms k100 p0.9": lambda: sampling_ops.sample_with_uniforms(
             x, u, 100, 0.9),
         "philox uniforms": lambda: sampling_ops.uniforms(1234, 0, batch, x.device),
