@@ -9,7 +9,8 @@ inverse CDF in index order (the group by a cumulative sum over the groups' masse
 one over its tiles, the entry by one over the tile), and one more read sums the mass before the
 drawn entry in the rank order, which decides whether top-p keeps it. If not, that read's group
 masses (of the entries before it) are the next round's, and the next draw is made among those
-entries. Each round keeps with probability >= p, so most rows take two reads; top-p off takes one.
+entries. With min-p off each round keeps with probability >= p, so most rows take two reads;
+with top-p and min-p off one read is all.
 
 Masses are float32 weights exp((x - max) * inv_t), summed per lane in float32; the answer differs
 from the float64 reference (:func:`qrita.reference.sampling.sample_topp_rejection`) only where a
