@@ -100,17 +100,19 @@ def _as_u64(v) -> np.ndarray:
     return a.astype(np.uint64)  # signed values: two's complement reinterpretation
 
 
-def random_words(seed, offset):
-    """The four Philox words for key = seed (lo, hi) and counter = (offset lo, offset hi, 0, 0).
+def random_words(seed, offset, counter3: int = 0):
+    """The four Philox words for key = seed (lo, hi) and counter = (offset lo, offset hi, 0,
+    counter3).
 
-    This is Triton's ``tl.randint4x(seed, offset)`` for a 64-bit ``offset``.
+    With ``counter3 = 0`` this is Triton's ``tl.randint4x(seed, offset)`` for a 64-bit
+    ``offset``; the rejection draw's later rounds use ``counter3 = r // 4``.
     """
     s, o = np.broadcast_arrays(_as_u64(seed), _as_u64(offset))
     return philox4x32(
         (o & _MASK32).astype(np.uint32),
         (o >> _SHIFT32).astype(np.uint32),
         np.zeros(o.shape, np.uint32),
-        np.zeros(o.shape, np.uint32),
+        np.full(o.shape, counter3, np.uint32),
         (s & _MASK32).astype(np.uint32),
         (s >> _SHIFT32).astype(np.uint32),
     )
@@ -316,15 +318,7 @@ def round_uniform(seed, offset, r: int) -> np.ndarray:
     ``u_r = (w_{r mod 4} >> 8) * 2^-24`` where ``w`` are the four Philox words for key = seed and
     counter = (offset lo, offset hi, 0, r // 4): round 0 is :func:`uniforms`.
     """
-    s, o = np.broadcast_arrays(_as_u64(seed), _as_u64(offset))
-    words = philox4x32(
-        (o & _MASK32).astype(np.uint32),
-        (o >> _SHIFT32).astype(np.uint32),
-        np.zeros(o.shape, np.uint32),
-        np.full(o.shape, r // 4, np.uint32),
-        (s & _MASK32).astype(np.uint32),
-        (s >> _SHIFT32).astype(np.uint32),
-    )
+    words = random_words(seed, offset, r // 4)
     return (words[r % 4] >> np.uint32(8)).astype(np.float64) * _TWO_POW_M24
 
 
@@ -349,12 +343,10 @@ def _reject_row(scaled: np.ndarray, p: float, min_p: float, u_of, margin: float
     keep = oracle.keep_mask(scaled[None, :], None, p)[0]
     if not np.isnan(min_p):
         keep &= w >= min_p
-    before = np.zeros(scaled.shape[0])
     pos = np.empty(scaled.shape[0], dtype=np.int64)
     pos[ordr] = np.arange(scaled.shape[0])
-    csum_rank = np.cumsum(w[ordr])
-    total = csum_rank[-1]
-    before[ordr] = np.concatenate(([0.0], csum_rank[:-1])) / total
+    before = np.empty(scaled.shape[0])
+    before[ordr] = oracle.mass_before(scaled[ordr])  # defined: w is
     live = np.ones(scaled.shape[0], dtype=bool)  # S_r: every entry, then those before t_r
     near = False
     r = 0
@@ -386,8 +378,8 @@ def sample_topp_rejection(logits, p=None, *, temperature=None, min_p=None, seed=
     u_r times S_r's weight); t_r is the token if top-p keeps it, else S_{r+1} is the set of entries
     before t_r in the rank order (min-p too keeps a prefix of the order, so "kept" may be top-p then
     min-p). S_r always holds the first entry of the order (always kept), and
-    each round removes t_r, so the draw ends; each round keeps with probability >= p, and the
-    token's distribution is the top-p distribution exactly (the kept set is a prefix of the order
+    each round removes t_r, so the draw ends; with min-p off each round keeps with probability
+    >= p, and the token's distribution is the top-p distribution exactly (the kept set is a prefix of the order
     inside every S_r). Greedy rows (temperature not > 0) and undefined-mass rows give the first
     entry of the order.
 
