@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -602,7 +602,7 @@ if [[ $stage == s14a ]]; then  # fourteenth session, call 1: the prepared A/Bs o
   PROF_DTYPES=bfloat16,float16 KNOB_S=100 prof b16 topp0.9,topp0.99 zipf
   PROF_DTYPES=bfloat16,float16 KNOB_S=100 prof b16_75 topp0.9,topp0.99 zipf QRITA_LAUNCH_TABLE=bandpct=75x0
 fi
-if [[ $stage == s14b ]]; then  # the rejection draw of top-p (QRITA_TOPP_SAMPLER=reject, written blind in the fourteenth session): GPU tests, host time at B = 1, the sampler bench with and without it, its tiles / warps
+if [[ $stage == s14b || $stage == s14bmain ]]; then  # the rejection draw of top-p (QRITA_TOPP_SAMPLER=reject, written blind in the fourteenth session): GPU tests, host time at B = 1, the sampler bench with and without it, its tiles / warps
   gpu_tests s14b "${TESTS_S:-120}" tests/test_triton_reject_topp.py
   for env in "QRITA_TOPP_SAMPLER=reject" ""; do
     name=$(echo "${env:-default}" | tr '=' '_')
@@ -617,11 +617,12 @@ if [[ $stage == s14b ]]; then  # the rejection draw of top-p (QRITA_TOPP_SAMPLER
       --peers '' > "$OUT/bench_sample_$name.log" 2>&1
     echo "bench $name exit $?"; tail -c 2600 "$OUT/bench_sample_$name.log"
   done
-  for knob in QRITA_REJECT_BLOCK=1024 QRITA_REJECT_BLOCK=4096 QRITA_REJECT_GROUP=4 QRITA_REJECT_GROUP=16 \
-              QRITA_REJECT_WARPS=4 QRITA_REJECT_WARPS=16; do
+fi
+if [[ $stage == s14b || $stage == s14bknobs ]]; then  # the rejection draw's tiles / groups / warps at B = 1024 (KNOBS overrides the list)
+  for knob in ${KNOBS:-QRITA_REJECT_BLOCK=1024 QRITA_REJECT_BLOCK=4096 QRITA_REJECT_GROUP=4 QRITA_REJECT_GROUP=16 QRITA_REJECT_WARPS=4 QRITA_REJECT_WARPS=16}; do
     name=$(echo "$knob" | tr '=' '_')
     env QRITA_TOPP_SAMPLER=reject "$knob" timeout 60 python3 benchmarks/bench.py --out "$OUT/knob_$name" \
-      --ops sample --vocab 131072 --dtypes float32 --batch 1024 --workloads zipf --scenarios topp0.9 \
+      --ops sample --vocab 131072 --dtypes float32 --batch "${KNOB_B:-1024}" --workloads zipf --scenarios topp0.9 \
       --warmup 5 --rep 20 --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^sample" \
       | sed "s/^/$name /"
   done
