@@ -398,17 +398,16 @@ def sample_reference(x: np.ndarray, k, p) -> tuple[np.ndarray, np.ndarray]:
     from qrita.reference import sampling as ref_sampling
 
     kept = _oracle().keep_mask(x, k, p)
-    if _rejection_draw(k):
-        tokens = ref_sampling.sample_topp_rejection(x, p, seed=SAMPLE_SEED, offset=0)
-    else:
-        tokens = ref_sampling.sample(x, k, p, seed=SAMPLE_SEED, offset=0)
+    tokens = ref_sampling.sample(x, k, p, seed=SAMPLE_SEED, offset=0)
     return kept, np.asarray(tokens).reshape(-1).astype(np.int64)
 
 
-def _rejection_draw(k) -> bool:
-    """Whether qrita.sample draws top-p by rejection in this run (``QRITA_TOPP_SAMPLER=reject``,
-    top-k off): its tokens then follow ``sample_topp_rejection``."""
-    return os.environ.get("QRITA_TOPP_SAMPLER", "") == "reject" and k is None
+def _rejection_draw(x: np.ndarray, k) -> bool:
+    """Whether qrita.sample draws these rows by rejection (top-k off, not float64:
+    docs/sampling.md, "Which draw"): its tokens then follow ``sample_topp_rejection``."""
+    from qrita.reference import sampling as ref_sampling
+
+    return bool(ref_sampling.top_k_off(k, x.shape[0], x.shape[1]).all()) and x.dtype != np.float64
 
 
 def check_tokens(tokens: np.ndarray, ref: tuple[np.ndarray, np.ndarray],
@@ -432,7 +431,7 @@ def check_tokens(tokens: np.ndarray, ref: tuple[np.ndarray, np.ndarray],
         from qrita.reference import sampling as ref_sampling
         from qrita.testing import compare
 
-        if _rejection_draw(k):  # another token only where a draw came within the margins
+        if _rejection_draw(x, k):  # another token only where a draw came within the margins
             _, trace = ref_sampling.sample_topp_rejection(x, p, seed=SAMPLE_SEED, offset=0,
                                                           return_trace=True)
             far = [b for b in differ if not trace.near[b]]

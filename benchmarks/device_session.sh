@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -634,4 +634,18 @@ if [[ $stage == s14c ]]; then  # the GPU tests not run at the thirteenth session
     "$s::test_gpu_per_row_parameters_real_vocab" "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" \
     "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_deterministic_and_batch_invariant" \
     "$m::test_gpu_top_k_retry_rows_exact" "$m::test_gpu_batches" "$m::test_gpu_real_vocab"
+fi
+if [[ $stage == s15a ]]; then  # fifteenth session: the rejection draw as sample's default for top-k-off rows (per-row temperatures, log-probabilities, mixed per-row k): GPU tests, the sampler bench
+  s=tests/test_triton_sampling.py
+  gpu_tests s15a "${TESTS_S:-300}" tests/test_triton_reject_topp.py \
+    "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" "$s::test_gpu_support_and_fit_over_many_draws" \
+    "$s::test_gpu_batch_invariant" "$s::test_gpu_cuda_graph_capture_and_replay" "$s::test_gpu_reproducible" \
+    "$s::test_gpu_public_api_torch_and_1d"
+  timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host1" --batch 1 \
+    --only "public sample p0.9" --rows 3 2>&1 | grep "host" | head -1
+  timeout "${BENCH_S:-200}" python3 benchmarks/bench.py --out "$OUT/sample" --ops sample \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
+    --scenarios topp0.9,topp0.99,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
+    > "$OUT/bench_sample.log" 2>&1
+  echo "bench exit $?"; tail -c 6000 "$OUT/bench_sample.log"
 fi

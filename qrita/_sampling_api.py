@@ -11,7 +11,6 @@ elsewhere). No array library is imported here.
 from __future__ import annotations
 
 import numbers
-import os
 from types import ModuleType
 from typing import Any
 
@@ -227,11 +226,6 @@ def sample(
     x = np.asarray(adapter.to_numpy(logits))
     batch = 1 if x.ndim == 1 else x.shape[0]
     s = _fresh_seeds(batch) if s is None else _host(adapter, s, np.uint64)
-    if not want_logprob and _rejection_draw(x, c.k, t):
-        tokens = _ref.sample_topp_rejection(x, _host(adapter, c.p, np.float64), temperature=t,
-                                            min_p=_host(adapter, m, np.float64), seed=s,
-                                            offset=_host(adapter, o, np.uint64))
-        return _wrap(info, adapter, np.asarray(tokens, dtype=np.int64), logits)
     tokens, logp = _ref.sample(
         x,
         _host(adapter, c.k, np.int64),
@@ -246,21 +240,6 @@ def sample(
     if not want_logprob:
         return tokens
     return tokens, _wrap(info, adapter, np.asarray(logp), logits)
-
-
-def _rejection_draw(x: np.ndarray, k: Any, temperature: Any) -> bool:
-    """The CPU twin of the GPU path's opt-in rejection draw of top-p (``QRITA_TOPP_SAMPLER=reject``,
-    docs/sampling.md): top-k off (None, or a scalar <= 0 or >= V), a temperature that is None
-    or one number in [1e-30, 1e30], float16 / bfloat16 / float32 logits."""
-    if os.environ.get("QRITA_TOPP_SAMPLER", "") != "reject" or x.dtype == np.float64:
-        return False
-    vocab = x.shape[-1]
-    if k is not None and (not isinstance(k, numbers.Number) or 0 < int(k) < vocab):
-        return False
-    if temperature is not None and (not isinstance(temperature, numbers.Number)
-                                    or not 1e-30 <= float(temperature) <= 1e30):
-        return False
-    return True
 
 
 def top_k_top_p_probs(

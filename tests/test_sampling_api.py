@@ -356,32 +356,38 @@ def test_mixed_libraries_and_1d_arrays():
     assert int(tok) == int(qrita.sample(np.zeros(4, np.float32), seed=3, offset=2))
 
 
-def test_rejection_draw_knob_on_cpu_arrays(monkeypatch):
-    """``QRITA_TOPP_SAMPLER=reject`` (docs/sampling.md, "The rejection draw"): NumPy and CPU
-    torch arrays take the reference's rejection draw where the GPU path would (top-k off, a
-    scalar temperature, no log-probabilities) and the rank-order draw elsewhere."""
+def test_sample_draws_by_rejection_where_top_k_is_off():
+    """docs/sampling.md, "Which draw": on NumPy and CPU torch arrays ``sample`` takes the
+    rejection draw for the rows whose top-k is off (scalar and per-row temperatures, min-p,
+    with or without log-probabilities) and the rank-order draw where top-k is on (per row too)
+    or the logits are float64."""
     rng = np.random.default_rng(5)
     x = rng.normal(0, 2, size=(40, 64)).astype(np.float32)
     seeds = np.arange(40, dtype=np.uint64) + 3
-    rank = qrita.sample(x, p=0.8, seed=seeds)
-    assert np.array_equal(rank, ref.sample(x, None, 0.8, seed=seeds))
-    monkeypatch.setenv("QRITA_TOPP_SAMPLER", "reject")
     want = ref.sample_topp_rejection(x, 0.8, temperature=0.7, seed=seeds, offset=2)
     assert np.array_equal(qrita.sample(x, p=0.8, temperature=0.7, seed=seeds, offset=2), want)
     assert np.array_equal(qrita.sample(x, k=64, p=0.8, temperature=0.7, seed=seeds, offset=2),
                           want)
-    assert not np.array_equal(want, ref.sample(x, None, 0.8, temperature=0.7, seed=seeds,
-                                               offset=2))
-    assert np.array_equal(qrita.sample(x, p=0.8, seed=seeds), ref.sample_topp_rejection(
-        x, 0.8, seed=seeds))
+    rank = ref.sample_with_uniforms(x, ref.uniforms(seeds, 2), None, 0.8, temperature=0.7)
+    assert not np.array_equal(want, rank)  # the two draws differ: the routing is visible
     assert np.array_equal(qrita.sample(x, p=0.8, min_p=0.1, seed=seeds),
                           ref.sample_topp_rejection(x, 0.8, min_p=0.1, seed=seeds))
-    for kwargs in (dict(k=10), dict(temperature=np.full(40, 0.7))):
-        assert np.array_equal(qrita.sample(x, p=0.8, seed=seeds, **kwargs),
-                              ref.sample(x, kwargs.pop("k", None), 0.8, seed=seeds, **kwargs))
-    tok, _ = qrita.sample(x, p=0.8, seed=seeds, return_logprob=True)
-    assert np.array_equal(tok, rank)
+    temps = np.linspace(0.0, 2.0, 40)
+    assert np.array_equal(qrita.sample(x, p=0.8, temperature=temps, seed=seeds),
+                          ref.sample_topp_rejection(x, 0.8, temperature=temps, seed=seeds))
+    ks = np.where(np.arange(40) % 2 == 0, 0, 10)
+    mixed = qrita.sample(x, k=ks, p=0.8, seed=seeds)
+    alone = ref.sample_topp_rejection(x, 0.8, seed=seeds)
+    topk = ref.sample_with_uniforms(x, ref.uniforms(seeds, 0), 10, 0.8)
+    assert np.array_equal(mixed, np.where(ks == 0, alone, topk))
+    tok, lp = qrita.sample(x, p=0.8, seed=seeds, return_logprob=True)
+    assert np.array_equal(tok, alone)
+    pr = ref.probs(x, None, 0.8)
+    np.testing.assert_allclose(lp, np.log(pr[np.arange(40), tok]), rtol=1e-6)
+    x64 = x.astype(np.float64)
+    assert np.array_equal(qrita.sample(x64, p=0.8, seed=seeds),
+                          ref.sample_with_uniforms(x64, ref.uniforms(seeds, 0), None, 0.8))
     torch = pytest.importorskip("torch")
     got = qrita.sample(torch.from_numpy(x), p=0.8, seed=torch.from_numpy(seeds.view(np.int64)))
     assert isinstance(got, torch.Tensor)
-    assert np.array_equal(got.numpy(), ref.sample_topp_rejection(x, 0.8, seed=seeds))
+    assert np.array_equal(got.numpy(), alone)

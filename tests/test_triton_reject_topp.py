@@ -1,6 +1,7 @@
-"""The rejection draw of top-p (``reject_topp.reject_topp_sample_kernel``, opt-in through
-``QRITA_TOPP_SAMPLER=reject``) against its NumPy twin,
-:func:`qrita.reference.sampling.sample_topp_rejection`.
+"""The rejection draw of top-p (``reject_topp.reject_topp_sample_kernel``: ``qrita.sample``'s
+draw for the rows whose top-k is off) against its NumPy twin,
+:func:`qrita.reference.sampling.sample_topp_rejection`, and ``sample``'s routing against
+:func:`qrita.reference.sampling.sample`.
 
 Tokens are compared exactly (full arrays) on every row whose reference draw stayed away from the
 docs/sampling.md margins (the trace's ``near``); a row that came within them may take another
@@ -111,10 +112,35 @@ def test_reject_topp_rounds_and_tiles(block, group):
     assert most >= 3, most
 
 
-def test_sample_routes_to_the_rejection_draw_only_when_asked(monkeypatch):
-    """``QRITA_TOPP_SAMPLER=reject``: ``sample`` with top-k off and no log-probabilities takes
-    the rejection draw (min-p too); with top-k, per-row temperatures or log-probabilities it
-    keeps the default draw (the rank-order inverse CDF). Unset: never."""
+def _check_sample(x: np.ndarray, k, p, temperature, min_p, seed, offset) -> None:
+    """``sample`` (tokens, and tokens + log-probabilities) against ``ref.sample``: rows whose
+    top-k is off must equal the rejection reference off its margins (else a kept token), rows
+    whose top-k is on the rank-order reference; the log-probability is the drawn token's."""
+    xt = _dev(x, "float32")
+    got = so.sample(xt, _arg(k), _arg(p), min_p=_arg(min_p), temperature=_arg(temperature),
+                    seed=_arg(seed), offset=_arg(offset)).cpu().numpy()
+    tok, lp = so.sample(xt, _arg(k), _arg(p), min_p=_arg(min_p), temperature=_arg(temperature),
+                        seed=_arg(seed), offset=_arg(offset), return_logprob=True)
+    assert np.array_equal(tok.cpu().numpy(), got)  # the log-probability changes no token
+    want, want_lp = ref.sample(x, k, p, min_p=min_p, temperature=temperature, seed=seed,
+                               offset=offset, return_logprob=True)
+    B, V = x.shape
+    off = ref.top_k_off(k, B, V)
+    _, trace = ref.sample_topp_rejection(x, p, temperature=temperature, min_p=min_p, seed=seed,
+                                         offset=offset, return_trace=True)
+    keep = ref.keep_mask(x, k, p, temperature=temperature, min_p=min_p)
+    bad = [b for b in range(B) if got[b] != want[b]
+           and (not off[b] or not trace.near[b] or not keep[b, got[b]])]
+    assert not bad, (bad[:6], got[bad[:6]], want[bad[:6]])
+    same = got == want
+    np.testing.assert_allclose(lp.cpu().numpy()[same], want_lp[same], rtol=2e-6, atol=1e-6)
+
+
+def test_sample_takes_the_rejection_draw_where_top_k_is_off(monkeypatch):
+    """``sample`` (docs/sampling.md, "Which draw"): the rejection draw for the rows whose top-k
+    is off (k None, 0, >= V; scalar or per row, mixed with rows whose top-k is on), with p,
+    min-p, scalar and per-row temperatures (greedy rows: 0, NaN, negative; temperatures beyond
+    [1e-30, 1e30], clamped) and with log-probabilities; the rank-order draw elsewhere."""
     calls = []
     real = so.launch_reject_topp_sample
 
@@ -124,26 +150,39 @@ def test_sample_routes_to_the_rejection_draw_only_when_asked(monkeypatch):
 
     monkeypatch.setattr(so, "launch_reject_topp_sample", counted)
     V = 300
-    x = generators.zipf_logits(6, V, rng=3)
-    xt = _dev(x, "float32")
-    so.sample(xt, None, 0.9, seed=5)
-    assert not calls
-    monkeypatch.setenv("QRITA_TOPP_SAMPLER", "reject")
-    tokens = so.sample(xt, None, 0.9, seed=5, offset=2)
-    assert len(calls) == 1
-    check_rows(x, tokens.cpu().numpy(), 0.9, None, 5, 2)
-    so.sample(xt, V, 0.9, seed=5, temperature=0.5)  # k >= V is top-k off
-    assert len(calls) == 2
-    tokens = so.sample(xt, None, None, min_p=0.2, seed=5)
-    assert len(calls) == 3
-    check_rows(x, tokens.cpu().numpy(), None, None, 5, 0, 0.2)
-    for kwargs in (dict(k=50), dict(temperature=_arg(np.full(6, 0.5))),
-                   dict(return_logprob=True)):
-        so.sample(xt, kwargs.pop("k", None), 0.9, seed=5, **kwargs)
-    assert len(calls) == 3
-    fresh = so.sample(xt, None, 0.9)  # a fresh seed: a token top-p keeps
+    x = np.concatenate([generators.zipf_logits(6, V, rng=3), _families(V, "float32", 5)[:10]])
+    B = x.shape[0]
+    seeds = np.arange(B, dtype=np.int64) * 31 + 2
+    temps = _cycle([1.0, 0.0, 0.7, np.nan, 1e-40, 2.0, -1.0, 1e40, np.inf, 0.3, 1e-30], B)
+    ks = np.array([(0, 1, V, 50, V + 3, -2, V - 1, 7)[i % 8] for i in range(B)], np.int64)
+    cases = [dict(k=None, p=0.9), dict(k=V, p=0.9, temperature=0.5),
+             dict(k=None, p=None, min_p=0.2), dict(k=0, p=0.8, temperature=temps),
+             dict(k=ks, p=0.9, temperature=temps), dict(k=ks, p=_cycle(P_CYCLE, B), min_p=0.05),
+             dict(k=None, p=0.95, temperature=1e-45)]
+    for i, case in enumerate(cases):
+        seed, offset = (seeds, i) if i % 2 == 0 else (11 + i, 5)
+        _check_sample(x, case["k"], case.get("p"), case.get("temperature"), case.get("min_p"),
+                      seed, offset)
+    assert len(calls) == 2 * len(cases)
+    so.sample(_dev(x, "float32"), 50, 0.9, seed=5)  # top-k on: the rank-order draw only
+    assert len(calls) == 2 * len(cases)
+    fresh = so.sample(_dev(x, "float32"), None, 0.9)  # a fresh seed: a token top-p keeps
     keep = oracle.keep_mask(x, None, 0.9)
-    assert keep[np.arange(6), fresh.cpu().numpy()].all()
+    assert keep[np.arange(B), fresh.cpu().numpy()].all()
+
+
+def test_reject_topp_per_row_temperatures():
+    """The kernel's per-row temperatures: in [1e-30, 1e30], and greedy rows (0, NaN, negative:
+    the first entry of the order)."""
+    V = 509
+    x = _families(V, "float32", 9)
+    B = x.shape[0]
+    temps = _cycle([0.7, 0.0, 1.0, np.nan, 1e-30, 3.0, -2.0, 1e30, 0.05], B)
+    seeds = np.arange(B, dtype=np.int64) + 5
+    for p, m in ((0.9, None), (_cycle(P_CYCLE, B), 0.1)):
+        tokens = launch_mod.launch_reject_topp_sample(_dev(x, "float32"), _arg(temps), _arg(p),
+                                                      _arg(seeds), 4, _arg(m))
+        check_rows(x, tokens.cpu().numpy(), p, temps, seeds, 4, m)
 
 
 @pytest.mark.gpu

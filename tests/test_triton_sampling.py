@@ -367,7 +367,8 @@ def test_public_functions_agree_with_each_other():
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
 def test_seeded_sample_matches_the_reference(dtype):
-    """seed / offset -> Philox uniforms -> tokens and log-probabilities, as ref.sample."""
+    """seed / offset -> Philox uniforms -> tokens and log-probabilities, as ref.sample, for rows
+    whose top-k is on (the rank-order draw; top-k-off rows: tests/test_triton_reject_topp.py)."""
     rng = np.random.default_rng(11)
     V = 40
     x = _as_dtype(np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
@@ -375,7 +376,7 @@ def test_seeded_sample_matches_the_reference(dtype):
                                                        4)]), dtype)
     seeds = np.array([0, 2**63 + 5, 12345, 2**64 - 1], dtype=np.uint64)
     offs = np.array([0, 1, 2**40, 7], dtype=np.uint64)
-    k, p, t = np.array([0, 10, 3, 20]), np.array([0.9, 1.0, 0.5, 0.8]), np.array([1.0, 0.6, 2.0, 0.0])
+    k, p, t = np.array([1, 10, 3, 20]), np.array([0.9, 1.0, 0.5, 0.8]), np.array([1.0, 0.6, 2.0, 0.0])
     xt = _dev(x, dtype)
     tok, lp = so.sample(xt, _arg(k), _arg(p), temperature=_arg(t), min_p=0.05,
                         seed=torch.from_numpy(seeds.view(np.int64)).to(DEVICE),
@@ -826,11 +827,11 @@ def test_fused_topp_sampler_routes_match_the_reference(monkeypatch, knobs):
 @pytest.mark.parametrize("k,p,t", [(None, 0.9, None), (None, None, 0.7), (50, 0.9, None),
                                    (1000, 0.95, 0.8)])
 def test_gpu_fused_samplers_reproducible_invariant_capturable(count_calls, k, p, t):
-    """The fused samplers (default for these arguments, checked): tokens and log-probabilities
-    match the reference at V = 131072; bit-identical over 5 repeats, for a row alone (a one-launch
+    """The fused top-k sampler and the rejection draw (top-k off; default for these arguments,
+    checked): tokens and log-probabilities match the reference at V = 131072; bit-identical over 5 repeats, for a row alone (a one-launch
     kernel for top-k) and in a batch of 256 at any position (the pipeline's selection), and under
     CUDA-graph capture and replay."""
-    fused = count_calls(so, "launch_fused_sample" if k else "launch_fused_topp_sample")
+    fused = count_calls(so, "launch_fused_sample" if k else "launch_reject_topp_sample")
     rng = np.random.default_rng(31)
     B = 256
     x = _gpu_rows(B, rng)
@@ -840,9 +841,21 @@ def test_gpu_fused_samplers_reproducible_invariant_capturable(count_calls, k, p,
     kw = dict(temperature=t, return_logprob=True)
     tok, lp = so.sample(big, k, p, seed=seeds, offset=offs, **kw)
     rows = np.arange(0, B, 11)
-    u = ref.uniforms(_host(seeds).astype(np.uint64), _host(offs).astype(np.uint64))
-    compare.assert_sampling_matches(x[rows], u[rows], k, p, temperature=t,
-                                    tokens=_host(tok)[rows], logprobs=_host(lp)[rows])
+    s64, o64 = _host(seeds).astype(np.uint64), _host(offs).astype(np.uint64)
+    if k:  # the rank-order draw
+        compare.assert_sampling_matches(x[rows], ref.uniforms(s64, o64)[rows], k, p,
+                                        temperature=t, tokens=_host(tok)[rows],
+                                        logprobs=_host(lp)[rows])
+    else:  # the rejection draw: equal off the margins, else a kept token
+        want, want_lp = ref.sample(x[rows], None, p, temperature=t, seed=s64[rows],
+                                   offset=o64[rows], return_logprob=True)
+        _, trace = ref.sample_topp_rejection(x[rows], p, temperature=t, seed=s64[rows],
+                                             offset=o64[rows], return_trace=True)
+        got = _host(tok)[rows]
+        assert np.array_equal(got[~trace.near], want[~trace.near])
+        assert ref.keep_mask(x[rows], None, p, temperature=t)[np.arange(len(rows)), got].all()
+        same = got == want
+        np.testing.assert_allclose(_host(lp)[rows][same], want_lp[same], rtol=2e-6, atol=1e-6)
     for _ in range(5):
         again, again_lp = so.sample(big, k, p, seed=seeds, offset=offs, **kw)
         assert torch.equal(again, tok) and torch.equal(again_lp.view(torch.int32),

@@ -24,7 +24,10 @@ __all__ = [
     "philox4x32",
     "random_words",
     "uniforms",
+    "T_MIN",
+    "T_MAX",
     "row_sampling_params",
+    "top_k_off",
     "keep_mask",
     "probs",
     "candidates",
@@ -137,9 +140,18 @@ def _rows(v, batch: int, dtype, default) -> np.ndarray:
     return np.broadcast_to(np.asarray(v, dtype=dtype).reshape(-1), (batch,)).copy()
 
 
+# temperatures > 0 act as if clamped into [T_MIN, T_MAX] (docs/sampling.md item 1): there x / t of
+# float16 / bfloat16 / float32 logits neither overflows nor underflows in float64, so the scaled
+# values keep the logits' order and ties
+T_MIN, T_MAX = 1e-30, 1e30
+
+
 def row_sampling_params(temperature, min_p, batch: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row temperature (float64; greedy where not > 0) and min-p (float64; NaN = off)."""
+    """Per-row temperature (float64; greedy where not > 0; else clamped into [T_MIN, T_MAX]) and
+    min-p (float64; NaN = off)."""
     t = _rows(temperature, batch, np.float64, 1.0)
+    pos = t > 0
+    t[pos] = np.clip(t[pos], T_MIN, T_MAX)
     m = _rows(min_p, batch, np.float64, np.nan)
     m[m <= 0] = np.nan
     m[m > 1] = 1.0
@@ -282,6 +294,14 @@ def sample_with_uniforms(
     return (tokens, logp) if return_logprob else tokens
 
 
+def top_k_off(k, batch: int, vocab: int) -> np.ndarray:
+    """(B,) bool: the rows whose top-k keeps every entry (k None, <= 0 or >= V: docs/spec.md)."""
+    if k is None:
+        return np.ones(batch, dtype=bool)
+    k_rows = np.broadcast_to(np.asarray(k).reshape(-1), (batch,))
+    return (k_rows <= 0) | (k_rows >= vocab)
+
+
 def sample(
     logits,
     k=None,
@@ -293,23 +313,46 @@ def sample(
     offset=0,
     return_logprob=False,
 ):
-    """Reference of :func:`qrita.sample` with explicit seed / offset (scalars or (B,) arrays)."""
+    """Reference of :func:`qrita.sample` with explicit seed / offset (scalars or (B,) arrays).
+
+    docs/sampling.md, "Which draw": rows whose top-k is off (k None, <= 0 or >= V) of float16 /
+    bfloat16 / float32 logits take the rejection draw (:func:`sample_topp_rejection`); the others
+    (top-k on, or float64 logits) the rank-order draw with the round-0 uniform
+    (:func:`sample_with_uniforms`). The log-probability is the token's under the sampled
+    distribution either way.
+    """
     batch = 1 if logits.ndim == 1 else logits.shape[0]
+    vocab = logits.shape[-1]
     s = np.broadcast_to(_as_u64(seed).reshape(-1), (batch,))
     o = np.broadcast_to(_as_u64(offset).reshape(-1), (batch,))
-    return sample_with_uniforms(
-        logits,
-        uniforms(s, o),
-        k,
-        p,
-        min_p=min_p,
-        temperature=temperature,
-        return_logprob=return_logprob,
-    )
+    tokens, logp = sample_with_uniforms(logits, uniforms(s, o), k, p, min_p=min_p,
+                                        temperature=temperature, return_logprob=True)
+    tokens = np.asarray(tokens).reshape(batch).copy()
+    logp = np.asarray(logp).reshape(batch).copy()
+    reject = top_k_off(k, batch, vocab) & (logits.dtype != np.float64)
+    if reject.any():
+        x2 = logits.reshape(batch, vocab)
+        rows = np.flatnonzero(reject)
+
+        def pick(v):
+            if v is None or np.ndim(v) == 0 or np.size(v) == 1:
+                return v
+            return np.broadcast_to(np.asarray(v).reshape(-1), (batch,))[rows]
+
+        tokens[rows] = sample_topp_rejection(x2[rows], pick(p), temperature=pick(temperature),
+                                             min_p=pick(min_p), seed=s[rows], offset=o[rows])
+        _, dists = _distributions(x2[rows], None, pick(p), pick(min_p), pick(temperature))
+        for j, (idx, pr) in enumerate(dists):
+            hit = np.flatnonzero(idx == tokens[rows[j]])
+            logp[rows[j]] = np.log(pr[hit[0]]) if hit.size else -np.inf
+    logp = logp.astype(_float_out(logits))
+    if logits.ndim == 1:
+        tokens, logp = tokens.reshape(()), logp.reshape(())
+    return (tokens, logp) if return_logprob else tokens
 
 
 # ---------------------------------------------------------------------------------------------
-# the rejection draw of top-p (docs/sampling.md, "The rejection draw"; opt-in on the GPU)
+# the rejection draw of top-p (docs/sampling.md, "The rejection draw": qrita.sample for top-k-off rows)
 
 
 def round_uniform(seed, offset, r: int) -> np.ndarray:

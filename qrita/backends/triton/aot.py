@@ -183,15 +183,15 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                          SKIP_DONE=not hist, PHASES=9, HMASK=False), target, 8)
     # the wide stage's kernels take no flags: built once, with top-p alone
     if flags["HAS_P"] and not flags["SELECT"] and not flags["HAS_K"]:
-        # the rejection draw of top-p (QRITA_TOPP_SAMPLER=reject)
+        # the rejection draw of top-p (qrita.sample's top-k-off rows), per-row temperatures
         out["reject_topp"] = _compile(reject_topp.reject_topp_sample_kernel, {
             "x_ptr": f"*{ty}", "p_ptr": "*fp32", "min_p_ptr": "*fp32", "seed_ptr": "*i64",
-            "offset_ptr": "*i64", "V": "i32", "stride_x": "i64", "inv_t": "fp32",
+            "offset_ptr": "*i64", "inv_t_ptr": "*fp32", "V": "i32", "stride_x": "i64", "inv_t": "fp32",
             "p_bits": "i64", "min_p_bits": "i64", "seed_scalar": "i64", "offset_scalar": "i64",
             "seed_stride": "i32", "offset_stride": "i32", "token_ptr": "*i64",
             "rounds_ptr": "*i32"},
             dict(HAS_P=True, P_ARRAY=True, HAS_MIN_P=True, MIN_P_ARRAY=False, SEED_MODE=1,
-                 OFFSET_ARRAY=True, BLOCK=2048, GROUP=8, NS_P2=8), target, 8)
+                 OFFSET_ARRAY=True, TEMP_ARRAY=True, BLOCK=2048, GROUP=8, NS_P2=8), target, 8)
         out["wide_band"] = _compile(wide.wide_band_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample), target, 4)

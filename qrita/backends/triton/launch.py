@@ -564,8 +564,9 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     cap = cap or (64 if small else FUSED_TOPP_CAP)
     pivots = int(os.environ.get("QRITA_TOPP_PIVOTS", "4"))
     block = 128 if small else int(os.environ.get("QRITA_TOPP_BLOCK", "1024"))
-    t = 1.0 if temperature is None else float(temperature)
     dev = x.device
+    t_array = isinstance(temperature, torch.Tensor)
+    t = 1.0 if temperature is None or t_array else float(temperature)
     token = torch.empty(batch, dtype=torch.int64, device=dev)
     logp = torch.empty(batch, dtype=torch.float32, device=dev)
     if rounds is None:
@@ -606,12 +607,12 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
 def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min_p=None, *,
                               rounds: torch.Tensor | None = None, block: int | None = None,
                               group: int | None = None) -> torch.Tensor:
-    """One token per row with top-k off: top-p then min-p (either or both may be off) at a scalar
-    temperature, by the rejection draw (``reject_topp.reject_topp_sample_kernel``, one program
-    per row).
+    """One token per row with top-k off: top-p then min-p (either or both may be off), by the
+    rejection draw (``reject_topp.reject_topp_sample_kernel``, one program per row).
 
-    x : (B, V) float32 / bfloat16 / float16, unit stride along V; temperature : None or a Python
-    number in [1e-30, 1e30] (the caller checks); p, min_p : None, a Python number or a (B,)
+    x : (B, V) float32 / bfloat16 / float16, unit stride along V; temperature : None, a Python
+    number in [1e-30, 1e30], or a (B,) floating tensor whose values are in [1e-30, 1e30] or not
+    > 0 (greedy rows); the caller clamps (docs/sampling.md item 1); p, min_p : None, a Python number or a (B,)
     floating tensor; seed / offset : as :func:`qrita.backends.triton.philox.uniforms` takes them (the
     round uniforms are drawn in the kernel); rounds : optional (B,) int32 receiving the draws per
     row; block : entries per tile (default ``QRITA_REJECT_BLOCK`` or 2048; 128 under the
@@ -628,19 +629,24 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     block = min(block, next_pow2(vocab))
     group = min(group or (2 if small else int(os.environ.get("QRITA_REJECT_GROUP", "8"))),
                 next_pow2(-(-vocab // block)))
-    t = 1.0 if temperature is None else float(temperature)
     dev = x.device
+    t_array = isinstance(temperature, torch.Tensor)
+    t = 1.0 if temperature is None or t_array else float(temperature)
     token = torch.empty(batch, dtype=torch.int64, device=dev)
     if rounds is None:
         rounds = torch.empty(batch, dtype=torch.int32, device=dev)
     a = philox.seed_offset_args(seed, offset, batch, dev, token)
     p_ptr, p_bits, p_array = _f64_param(p, token)
     m_ptr, m_bits, m_array = _f64_param(min_p, token)
-    launch(reject_topp_sample_kernel, (batch,), x, p_ptr, m_ptr, a.seeds, a.offsets, vocab,
+    inv_t = token  # unread unless TEMP_ARRAY
+    if t_array:
+        t64 = temperature.to(torch.float64).reshape(-1).expand(batch)
+        inv_t = torch.where(t64 > 0, 1.0 / t64, torch.zeros_like(t64)).to(torch.float32)
+    launch(reject_topp_sample_kernel, (batch,), x, p_ptr, m_ptr, a.seeds, a.offsets, inv_t, vocab,
            x.stride(0), 1.0 / t, p_bits, m_bits, a.seed_bits, a.offset_bits, a.seed_stride,
            a.offset_stride, token, rounds, HAS_P=p is not None, P_ARRAY=p_array,
            HAS_MIN_P=min_p is not None, MIN_P_ARRAY=m_array, SEED_MODE=a.seed_mode,
-           OFFSET_ARRAY=a.offset_array, BLOCK=block, GROUP=group,
+           OFFSET_ARRAY=a.offset_array, TEMP_ARRAY=t_array, BLOCK=block, GROUP=group,
            NS_P2=next_pow2(-(-vocab // (block * group))),
            num_warps=int(os.environ.get("QRITA_REJECT_WARPS", "8")))
     return token

@@ -177,14 +177,14 @@ def _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t, idx_t, RESTRIC
 
 @triton.jit
 def reject_topp_sample_kernel(
-    x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr,
+    x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
     V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
     offset_stride, token_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
-    BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
+    TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
 ):
-    """One token per row: top-p then min-p (top-k off) at a scalar temperature, by rejection.
+    """One token per row: top-p then min-p (top-k off), by rejection.
 
     x_ptr : (B, V) float32 / bfloat16 / float16 logits, unit stride along V
     p_ptr / min_p_ptr : (B,) floating when P_ARRAY / MIN_P_ARRAY, else the scalar is ``p_bits``
@@ -193,7 +193,8 @@ def reject_topp_sample_kernel(
     seed_ptr / offset_ptr : int64 (uint64 bit patterns), read at ``row * stride`` (SEED_MODE 1,
         OFFSET_ARRAY); else the scalars; SEED_MODE 2: a seed per row derived from ``seed_scalar``
         as :mod:`qrita.backends.triton.philox` derives it
-    inv_t : 1 / temperature (float32, > 0)
+    inv_t : 1 / temperature (float32, > 0); with TEMP_ARRAY, ``inv_t_ptr`` (B,) float32 per row
+        instead, where a value not > 0 marks a greedy row (the first entry of the order)
     token_ptr : (B,) int64; rounds_ptr : (B,) int32, the draws the row took (0: no mass, the
         first entry of the order)
     BLOCK : entries per tile; GROUP : tiles per group (a power of two), the unit of the per-row
@@ -210,8 +211,13 @@ def reject_topp_sample_kernel(
     offset = row64 * 0 + offset_scalar
     if OFFSET_ARRAY:
         offset = tl.load(offset_ptr + row64 * offset_stride)
+    greedy = row < 0
+    if TEMP_ARRAY:
+        inv_t = tl.load(inv_t_ptr + row64)
+        greedy = ~(inv_t > 0.0)
+        inv_t = tl.where(greedy, 1.0, inv_t)
     masses, row_max, inf_mode = _row_stats(row_ptr, V, inv_t, BLOCK, GROUP, NS_P2)
-    total = tl.sum(masses, axis=0)
+    total = tl.where(greedy, 0.0, tl.sum(masses, axis=0))
     rounds = row * 0
     if total > 0.0:
         if HAS_P:
@@ -247,7 +253,7 @@ def reject_topp_sample_kernel(
                                      idx_t, True, BLOCK, GROUP, NS_P2)
                 rounds = rounds + 1
         token = idx_t
-    else:  # no mass (every entry -inf or NaN): the first entry of the order
+    else:  # greedy, or no mass (every entry -inf or NaN): the first entry of the order
         token = _first_of_order(row_ptr, V, BLOCK)
     tl.store(token_ptr + row64, token.to(tl.int64))
     tl.store(rounds_ptr + row64, rounds)

@@ -178,6 +178,17 @@ class _Temperature(NamedTuple):
     all_greedy: bool
 
 
+def _clamped(temperature: Row) -> Row:
+    """Temperatures > 0 clamped into [FUSED_T_MIN, FUSED_T_MAX] (docs/sampling.md item 1: as
+    :func:`qrita.reference.sampling.row_sampling_params`); tensors as float64. Others unchanged."""
+    if isinstance(temperature, torch.Tensor):
+        t = temperature.to(torch.float64)
+        return torch.where(t > 0, t.clamp(FUSED_T_MIN, FUSED_T_MAX), t)
+    if temperature is not None and float(temperature) > 0:
+        return min(max(float(temperature), FUSED_T_MIN), FUSED_T_MAX)
+    return temperature
+
+
 def _temperature(temperature: Row, batch: int) -> _Temperature:
     if temperature is None:
         return _Temperature(1.0, None, None, False)
@@ -540,14 +551,19 @@ def _fused_topp(x: torch.Tensor, k: Row, min_p: Row, temperature: Row) -> bool:
     return min_p is None and _fused_enabled(x, temperature)
 
 
-def _reject_topp(x: torch.Tensor, k: Row, temperature: Row) -> bool:
-    """Whether :func:`sample` takes the rejection draw of top-p: opt-in, a measuring option not
-    yet the contract (``QRITA_TOPP_SAMPLER=reject``; its tokens follow
-    :func:`qrita.reference.sampling.sample_topp_rejection`, not :func:`sample_with_uniforms`),
-    under :func:`_fused_topp`'s conditions except that min-p may be on, without
-    log-probabilities."""
-    return (os.environ.get("QRITA_TOPP_SAMPLER", "") == "reject"
-            and _fused_topp(x, k, None, temperature))
+def _reject_rows(x: torch.Tensor, k: Row) -> torch.Tensor | bool:
+    """Which rows :func:`sample` draws by rejection (docs/sampling.md, "Which draw"): those whose
+    top-k is off (k None, <= 0 or >= V) of float32 / bfloat16 / float16 logits. True: every row;
+    False: none; else a (B,) bool tensor."""
+    batch, vocab = x.shape
+    if x.dtype not in ops.SUPPORTED_DTYPES:
+        return False
+    if k is None:
+        return True
+    if isinstance(k, torch.Tensor):
+        k_rows = _rows(k, batch)
+        return (k_rows <= 0) | (k_rows >= vocab)
+    return not 0 < int(k) < vocab
 
 
 def _row_param(v: Row, batch: int) -> float | torch.Tensor | None:
@@ -611,6 +627,7 @@ def sample_with_distribution(
         int64.
     """
     x = _check_logits(logits)
+    temperature = _clamped(temperature)
     batch, vocab = x.shape
     width = _width(max_candidates, vocab)
     temp = _temperature(temperature, batch)
@@ -662,6 +679,7 @@ def sample_with_uniforms(
     logprobs : torch.Tensor (B,) float32 (float64 for float64 logits), with ``return_logprob``
     """
     x = _check_logits(logits)
+    temperature = _clamped(temperature)
     batch = x.shape[0]
     temp = _temperature(temperature, batch)
     out = _out_dtype(x)
@@ -710,6 +728,11 @@ def sample(
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """One token per row, drawn with Philox uniforms (docs/sampling.md); no host synchronisation.
 
+    Rows whose top-k is off (float32 / bfloat16 / float16 logits) take the rejection draw
+    (:func:`qrita.backends.triton.launch.launch_reject_topp_sample`; reference
+    :func:`qrita.reference.sampling.sample_topp_rejection`), the others the rank-order draw of
+    :func:`sample_with_uniforms`; :func:`qrita.reference.sampling.sample` is the twin.
+
     Parameters
     ----------
     logits : torch.Tensor (B, V), float32 / bfloat16 / float16 / float64, on a GPU
@@ -726,12 +749,31 @@ def sample(
     logprobs : torch.Tensor (B,) float32 (float64 for float64 logits), with ``return_logprob``
     """
     x = _check_logits(logits)
-    if not return_logprob and _reject_topp(x, k, temperature):
-        return launch_reject_topp_sample(x, temperature, _row_param(p, x.shape[0]), seed, offset,
-                                         _row_param(min_p, x.shape[0]))
-    u = philox_uniforms(seed, offset, x.shape[0], x.device)
-    return sample_with_uniforms(x, u, k, p, min_p=min_p, temperature=temperature,
-                                return_logprob=return_logprob)
+    temperature = _clamped(temperature)
+    batch = x.shape[0]
+    reject = _reject_rows(x, k)
+    if reject is False or _temperature(temperature, batch).all_greedy:
+        u = philox_uniforms(seed, offset, batch, x.device)
+        return sample_with_uniforms(x, u, k, p, min_p=min_p, temperature=temperature,
+                                    return_logprob=return_logprob)
+    token = launch_reject_topp_sample(x, temperature, _row_param(p, batch), seed, offset,
+                                      _row_param(min_p, batch))
+    logp = None
+    if reject is not True:  # per-row k: the rank-order draw where top-k is on
+        u = philox_uniforms(seed, offset, batch, x.device)
+        other = sample_with_uniforms(x, u, k, p, min_p=min_p, temperature=temperature,
+                                     return_logprob=return_logprob)
+        other_token, logp = other if return_logprob else (other, None)
+        token = torch.where(reject, token, other_token)
+    if not return_logprob:
+        return token
+    # the drawn token's log-probability under the distribution (float64, as the reference)
+    prep, _, probs64 = _probs_and_support(x, k, p, min_p, _temperature(temperature, batch))
+    w_tok = probs64.gather(-1, token[:, None])[:, 0]
+    lp = torch.where(prep.special_rows(), torch.zeros_like(w_tok), torch.log(w_tok))
+    if logp is not None:
+        lp = torch.where(reject, lp, logp.to(lp.dtype))
+    return token, lp.to(_out_dtype(x))
 
 
 def _probs_and_support(x: torch.Tensor, k: Row, p: Row, min_p: Row,
@@ -764,6 +806,7 @@ def top_k_top_p_probs(
     0 elsewhere; one-hot on greedy and undefined-mass rows.
     """
     x = _check_logits(logits)
+    temperature = _clamped(temperature)
     temp = _temperature(temperature, x.shape[0])
     if temp.all_greedy:
         return _one_hot(x, _greedy_only(x)).to(_out_dtype(x))
@@ -797,6 +840,7 @@ def candidates(
         for float64 logits), 0 after them; ``counts`` (B,) int64 (may exceed M).
     """
     x = _check_logits(logits)
+    temperature = _clamped(temperature)
     width = _width(max_candidates, x.shape[1])
     temp = _temperature(temperature, x.shape[0])
     if temp.all_greedy:
@@ -829,6 +873,7 @@ def keep_mask(
     torch.Tensor (B, V), bool; greedy rows keep their one token.
     """
     x = _check_logits(logits)
+    temperature = _clamped(temperature)
     temp = _temperature(temperature, x.shape[0])
     if temp.all_greedy:
         return _one_hot(x, _greedy_only(x))
