@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -648,4 +648,25 @@ if [[ $stage == s15a ]]; then  # fifteenth session: the rejection draw as sample
     --scenarios topp0.9,topp0.99,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
     > "$OUT/bench_sample.log" 2>&1
   echo "bench exit $?"; tail -c 6000 "$OUT/bench_sample.log"
+fi
+if [[ $stage == s15b ]]; then  # the rejection draw's small-batch split (rows over programs): GPU tests, the sampler bench split vs one program per row, its knobs at B = 1; then s15a's remaining GPU tests
+  s=tests/test_triton_sampling.py
+  gpu_tests s15b "${TESTS_S:-120}" tests/test_triton_reject_topp.py
+  for env in "" "QRITA_REJECT_SPLIT_B=0"; do
+    name=$(echo "${env:-default}" | tr '=' '_')
+    env $env timeout "${BENCH_S:-90}" python3 benchmarks/bench.py --out "$OUT/sample_$name" --ops sample \
+      --vocab 32768,131072,262144 --dtypes float32,bfloat16 --batch 1,8,32,64 --workloads zipf \
+      --scenarios topp0.9,topp0.99 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
+      --peers '' > "$OUT/bench_sample_$name.log" 2>&1
+    echo "bench $name exit $?"; grep -E "^sample" "$OUT/bench_sample_$name.log" | cut -c1-120
+  done
+  for knob in ${KNOBS:-QRITA_REJECT_SPLIT_BLOCK=2048 QRITA_REJECT_SPLIT_BLOCK=512 QRITA_REJECT_SPLIT_GROUP=1 QRITA_REJECT_SPLIT_GROUP=4 QRITA_REJECT_SPLIT_WARPS=8 QRITA_REJECT_CHECKS=1 QRITA_REJECT_CHECKS=3}; do
+    name=$(echo "$knob" | tr '=' '_')
+    env "$knob" timeout 40 python3 benchmarks/bench.py --out "$OUT/knob_$name" \
+      --ops sample --vocab 131072 --dtypes float32 --batch 1,32 --workloads zipf --scenarios topp0.9 \
+      --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^sample" \
+      | sed "s/^/$name /" | cut -c1-150
+  done
+  gpu_tests s15b_rest "${REST_S:-200}" "$s::test_gpu_batch_invariant" "$s::test_gpu_cuda_graph_capture_and_replay" \
+    "$s::test_gpu_reproducible" "$s::test_gpu_public_api_torch_and_1d"
 fi

@@ -171,6 +171,32 @@ def test_sample_takes_the_rejection_draw_where_top_k_is_off(monkeypatch):
     assert keep[np.arange(B), fresh.cpu().numpy()].all()
 
 
+@pytest.mark.parametrize("checks", [0, 2])
+def test_reject_split_matches_the_reference(checks):
+    """The small-batch path (each row over S programs: group statistics, the check phases, the
+    one-program finish for rows still undecided): every generator family, p scalar / per row /
+    0, min-p, per-row temperatures with greedy rows; tokens and rounds as the reference's; with
+    0 check launches every multi-round row goes through the finish kernel."""
+    V = 509
+    x = _families(V, "float32", 12)
+    B = x.shape[0]
+    seeds = np.arange(B, dtype=np.int64) * 13 + 1
+    temps = _cycle([0.7, 0.0, 1.0, np.nan, 2.0], B)
+    multi = 0
+    for p, m, t in ((0.9, None, None), (_cycle(P_CYCLE, B), 0.05, temps), (0.3, None, 0.5),
+                    (None, 0.2, None)):
+        rounds = torch.zeros(B, dtype=torch.int32, device=DEVICE)
+        tokens = launch_mod.launch_reject_topp_sample(
+            _dev(x, "float32"), _arg(t), _arg(p), _arg(seeds), 6, _arg(m), rounds=rounds,
+            split=True, checks=checks)
+        multi += check_rows(x, tokens.cpu().numpy(), p, t, seeds, 6, m)
+        _, trace = ref.sample_topp_rejection(x, p, temperature=t, min_p=m, seed=seeds, offset=6,
+                                             return_trace=True)
+        got = rounds.cpu().numpy()
+        assert np.array_equal(got[~trace.near], trace.rounds[~trace.near])
+    assert multi >= B // 4, multi
+
+
 def test_reject_topp_per_row_temperatures():
     """The kernel's per-row temperatures: in [1e-30, 1e30], and greedy rows (0, NaN, negative:
     the first entry of the order)."""
@@ -197,6 +223,9 @@ def test_gpu_reject_topp_real_vocab(dtype):
         x = generators.to_dtype(x, dtype)
         seeds = np.arange(x.shape[0], dtype=np.int64) * 7 + 1
         for p in (0.9, 0.5, _cycle(P_CYCLE, x.shape[0])):
-            tokens = launch_mod.launch_reject_topp_sample(_dev(x, dtype), None, _arg(p),
-                                                          _arg(seeds), 3)
-            check_rows(x, tokens.cpu().numpy(), p, None, seeds, 3)
+            for split in (False, True):  # one program per row; each row over S programs
+                tokens = launch_mod.launch_reject_topp_sample(_dev(x, dtype), None, _arg(p),
+                                                              _arg(seeds), 3, split=split)
+                check_rows(x, tokens.cpu().numpy(), p, None, seeds, 3)
+        one = launch_mod.launch_reject_topp_sample(_dev(x[:1], dtype), None, 0.9, 5, 3)
+        check_rows(x[:1], one.cpu().numpy(), 0.9, None, 5, 3)  # B = 1: the split path

@@ -32,6 +32,7 @@ from qrita.backends.triton import (
     one_launch,
     philox,
     pipeline,
+    reject_split,
     reject_topp,
     wide,
 )
@@ -192,6 +193,26 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "rounds_ptr": "*i32"},
             dict(HAS_P=True, P_ARRAY=True, HAS_MIN_P=True, MIN_P_ARRAY=False, SEED_MODE=1,
                  OFFSET_ARRAY=True, TEMP_ARRAY=True, BLOCK=2048, GROUP=8, NS_P2=8), target, 8)
+        # its small-batch split (rows over programs): group statistics, checks, finish
+        head = {
+            "x_ptr": f"*{ty}", "p_ptr": "*fp32", "min_p_ptr": "*fp32", "seed_ptr": "*i64",
+            "offset_ptr": "*i64", "inv_t_ptr": "*fp32", "V": "i32", "stride_x": "i64",
+            "inv_t": "fp32", "p_bits": "i64", "min_p_bits": "i64", "seed_scalar": "i64",
+            "offset_scalar": "i64", "seed_stride": "i32", "offset_stride": "i32"}
+        split_flags = dict(HAS_P=True, P_ARRAY=True, HAS_MIN_P=True, MIN_P_ARRAY=False,
+                           SEED_MODE=1, OFFSET_ARRAY=True, TEMP_ARRAY=True, BLOCK=1024, GROUP=2,
+                           NS_P2=64)
+        out["reject_split_stats"] = _compile(reject_split.reject_split_stats_kernel, {
+            **head, "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "row_f_ptr": "*fp32",
+            "row_i_ptr": "*i32", "arrivals_ptr": "*i32", "token_ptr": "*i64",
+            "rounds_ptr": "*i32"}, split_flags, target, 4)
+        out["reject_split_check"] = _compile(reject_split.reject_split_check_kernel, {
+            **head, "seg_f_ptr": "*fp32", "row_f_ptr": "*fp32", "row_i_ptr": "*i32",
+            "arrivals_ptr": "*i32", "token_ptr": "*i64", "rounds_ptr": "*i32"}, split_flags,
+            target, 4)
+        out["reject_split_finish"] = _compile(reject_split.reject_split_finish_kernel, {
+            **head, "row_f_ptr": "*fp32", "row_i_ptr": "*i32", "token_ptr": "*i64",
+            "rounds_ptr": "*i32"}, split_flags, target, 4)
         out["wide_band"] = _compile(wide.wide_band_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample), target, 4)

@@ -26,6 +26,11 @@ from qrita.backends.triton.pipeline import (
     write_mask_kernel,
     write_select_kernel,
 )
+from qrita.backends.triton.reject_split import (
+    reject_split_check_kernel,
+    reject_split_finish_kernel,
+    reject_split_stats_kernel,
+)
 from qrita.backends.triton.reject_topp import reject_topp_sample_kernel
 from qrita.backends.triton.wide import (
     wide_band_kernel,
@@ -604,20 +609,35 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     return token, logp
 
 
+def _reject_split(batch: int, vocab: int, split: bool | None) -> bool:
+    """Whether the rejection draw splits rows over programs: ``split`` when given, else for
+    B <= ``QRITA_REJECT_SPLIT_B`` (default 32; one program per row is latency-bound there) and
+    V >= 4 x the split tile."""
+    if split is not None:
+        return split
+    return batch <= int(os.environ.get("QRITA_REJECT_SPLIT_B", "32")) and vocab >= 8192
+
+
 def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min_p=None, *,
                               rounds: torch.Tensor | None = None, block: int | None = None,
-                              group: int | None = None) -> torch.Tensor:
+                              group: int | None = None, split: bool | None = None,
+                              checks: int | None = None) -> torch.Tensor:
     """One token per row with top-k off: top-p then min-p (either or both may be off), by the
-    rejection draw (``reject_topp.reject_topp_sample_kernel``, one program per row).
+    rejection draw: ``reject_topp.reject_topp_sample_kernel``, one program per row, or for small
+    batches ``reject_split``'s kernels, each row over S programs.
 
     x : (B, V) float32 / bfloat16 / float16, unit stride along V; temperature : None, a Python
     number in [1e-30, 1e30], or a (B,) floating tensor whose values are in [1e-30, 1e30] or not
-    > 0 (greedy rows); the caller clamps (docs/sampling.md item 1); p, min_p : None, a Python number or a (B,)
-    floating tensor; seed / offset : as :func:`qrita.backends.triton.philox.uniforms` takes them (the
-    round uniforms are drawn in the kernel); rounds : optional (B,) int32 receiving the draws per
-    row; block : entries per tile (default ``QRITA_REJECT_BLOCK`` or 2048; 128 under the
-    interpreter); group : tiles per group, a power of two (``QRITA_REJECT_GROUP`` or 8; 2 under
-    the interpreter). Warps: ``QRITA_REJECT_WARPS`` (default 8).
+    > 0 (greedy rows); the caller clamps (docs/sampling.md item 1); p, min_p : None, a Python
+    number or a (B,) floating tensor; seed / offset : as
+    :func:`qrita.backends.triton.philox.uniforms` takes them (the round uniforms are drawn in the
+    kernel); rounds : optional (B,) int32 receiving the draws per row; block : entries per tile
+    (default ``QRITA_REJECT_BLOCK`` or 2048, split: ``QRITA_REJECT_SPLIT_BLOCK`` or 1024; 128 /
+    32 under the interpreter); group : tiles per group, a power of two (``QRITA_REJECT_GROUP`` or
+    8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 2: a group per program; 2 under the interpreter);
+    split : force the split path on / off (default :func:`_reject_split`); checks : the split
+    path's check launches before the one-program finish (``QRITA_REJECT_CHECKS`` or 2). Warps:
+    ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 4).
 
     Returns tokens (B,) int64.
     """
@@ -625,10 +645,16 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
 
     batch, vocab = x.shape
     small = interpreting()
-    block = block or (128 if small else int(os.environ.get("QRITA_REJECT_BLOCK", "2048")))
+    env = os.environ.get
+    split = _reject_split(batch, vocab, split)
+    if split:
+        block = block or (32 if small else int(env("QRITA_REJECT_SPLIT_BLOCK", "1024")))
+        group = group or (2 if small else int(env("QRITA_REJECT_SPLIT_GROUP", "2")))
+    else:
+        block = block or (128 if small else int(env("QRITA_REJECT_BLOCK", "2048")))
+        group = group or (2 if small else int(env("QRITA_REJECT_GROUP", "8")))
     block = min(block, next_pow2(vocab))
-    group = min(group or (2 if small else int(os.environ.get("QRITA_REJECT_GROUP", "8"))),
-                next_pow2(-(-vocab // block)))
+    group = min(group, next_pow2(-(-vocab // block)))
     dev = x.device
     t_array = isinstance(temperature, torch.Tensor)
     t = 1.0 if temperature is None or t_array else float(temperature)
@@ -642,13 +668,31 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     if t_array:
         t64 = temperature.to(torch.float64).reshape(-1).expand(batch)
         inv_t = torch.where(t64 > 0, 1.0 / t64, torch.zeros_like(t64)).to(torch.float32)
-    launch(reject_topp_sample_kernel, (batch,), x, p_ptr, m_ptr, a.seeds, a.offsets, inv_t, vocab,
-           x.stride(0), 1.0 / t, p_bits, m_bits, a.seed_bits, a.offset_bits, a.seed_stride,
-           a.offset_stride, token, rounds, HAS_P=p is not None, P_ARRAY=p_array,
-           HAS_MIN_P=min_p is not None, MIN_P_ARRAY=m_array, SEED_MODE=a.seed_mode,
-           OFFSET_ARRAY=a.offset_array, TEMP_ARRAY=t_array, BLOCK=block, GROUP=group,
-           NS_P2=next_pow2(-(-vocab // (block * group))),
-           num_warps=int(os.environ.get("QRITA_REJECT_WARPS", "8")))
+    nseg = -(-vocab // (block * group))
+    head = (x, p_ptr, m_ptr, a.seeds, a.offsets, inv_t, vocab, x.stride(0), 1.0 / t, p_bits,
+            m_bits, a.seed_bits, a.offset_bits, a.seed_stride, a.offset_stride)
+    flags = dict(HAS_P=p is not None, P_ARRAY=p_array, HAS_MIN_P=min_p is not None,
+                 MIN_P_ARRAY=m_array, SEED_MODE=a.seed_mode, OFFSET_ARRAY=a.offset_array,
+                 TEMP_ARRAY=t_array, BLOCK=block, GROUP=group, NS_P2=next_pow2(nseg))
+    if not split:
+        launch(reject_topp_sample_kernel, (batch,), *head, token, rounds, **flags,
+               num_warps=int(env("QRITA_REJECT_WARPS", "8")))
+        return token
+    checks = int(env("QRITA_REJECT_CHECKS", "2")) if checks is None else checks
+    ns = next_pow2(nseg)
+    seg_f = torch.empty(batch * 3 * ns, dtype=torch.float32, device=dev)
+    seg_i = torch.empty(batch * 2 * ns, dtype=torch.int32, device=dev)
+    row_f = torch.empty(batch * 2, dtype=torch.float32, device=dev)
+    row_i = torch.empty(batch * 4, dtype=torch.int32, device=dev)
+    arrivals = torch.zeros((checks + 1) * batch, dtype=torch.int32, device=dev)
+    warps = int(env("QRITA_REJECT_SPLIT_WARPS", "4"))
+    launch(reject_split_stats_kernel, (batch, nseg), *head, seg_f, seg_i, row_f, row_i,
+           arrivals, token, rounds, **flags, num_warps=warps)
+    for phase in range(1, checks + 1):
+        launch(reject_split_check_kernel, (batch, nseg), *head, seg_f, row_f, row_i,
+               arrivals[phase * batch:], token, rounds, **flags, num_warps=warps)
+    launch(reject_split_finish_kernel, (batch,), *head, row_f, row_i, token, rounds, **flags,
+           num_warps=warps)
     return token
 
 

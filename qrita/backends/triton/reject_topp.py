@@ -24,7 +24,8 @@ from qrita.backends.triton.fused_sample import _row_param
 from qrita.backends.triton.fused_topp import _weight
 from qrita.backends.triton.primitives import KEY_NAN, key_to_value, order_key
 
-__all__ = ["reject_topp_sample_kernel"]
+__all__ = ["reject_topp_sample_kernel", "row_draw_params", "row_filters", "reject_check",
+           "reject_rounds"]
 
 
 @triton.jit
@@ -176,6 +177,77 @@ def _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t, idx_t, RESTRIC
 
 
 @triton.jit
+def row_draw_params(seed_ptr, offset_ptr, inv_t_ptr, inv_t, seed_scalar, offset_scalar,
+                    seed_stride, offset_stride, row64, SEED_MODE: tl.constexpr,
+                    OFFSET_ARRAY: tl.constexpr, TEMP_ARRAY: tl.constexpr):
+    """A row's Philox seed and offset (scalars, per-row arrays, or SEED_MODE 2: derived per row
+    from ``seed_scalar`` as :mod:`qrita.backends.triton.philox` does), its 1 / temperature and
+    whether it is greedy (TEMP_ARRAY: ``inv_t_ptr[row]`` not > 0; its inv_t is then 1)."""
+    seed = row64 * 0 + seed_scalar
+    if SEED_MODE == 1:
+        seed = tl.load(seed_ptr + row64 * seed_stride)
+    if SEED_MODE == 2:
+        seed = seed + row64 * (-7046029254386353131)
+    offset = row64 * 0 + offset_scalar
+    if OFFSET_ARRAY:
+        offset = tl.load(offset_ptr + row64 * offset_stride)
+    greedy = row64 < 0
+    if TEMP_ARRAY:
+        inv_t = tl.load(inv_t_ptr + row64)
+        greedy = ~(inv_t > 0.0)
+        inv_t = tl.where(greedy, 1.0, inv_t)
+    return seed, offset, inv_t, greedy
+
+
+@triton.jit
+def row_filters(p_ptr, min_p_ptr, p_bits, min_p_bits, total, row64, HAS_P: tl.constexpr,
+                P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr, MIN_P_ARRAY: tl.constexpr):
+    """(p_on, target, min_p_on, min_w): whether top-p is on (p < 1, not NaN) and its target
+    p x total (float64), whether min-p is on (> 0, not NaN) and its weight floor (min_p, at
+    most 1)."""
+    if HAS_P:
+        p = _row_param(p_ptr, p_bits, row64, P_ARRAY)
+    else:
+        p = (row64 * 0).to(tl.float64) + 1.0
+    if HAS_MIN_P:
+        min_p = _row_param(min_p_ptr, min_p_bits, row64, MIN_P_ARRAY)
+    else:
+        min_p = (row64 * 0).to(tl.float64)
+    return (p < 1.0) & (p == p), p * total.to(tl.float64), min_p > 0.0, tl.minimum(min_p, 1.0)
+
+
+@triton.jit
+def reject_check(before, key_t, row_max, inv_t, inf_mode, p_on, target, min_p_on, min_w):
+    """Whether the round's entry is rejected: the mass before it (float32) reaches p x Z, or its
+    weight (relative to the row's max) is under min_p; never when nothing is before it (the first
+    entry of the order is always kept)."""
+    w_t = _weight(key_to_value(key_t), row_max, inv_t, inf_mode).to(tl.float64)
+    drop_p = p_on & (before.to(tl.float64) >= target)
+    drop_min_p = min_p_on & (w_t < min_w)
+    return (drop_p | drop_min_p) & (before > 0.0)
+
+
+@triton.jit
+def reject_rounds(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t, rounds, more, p_on,
+                  target, min_p_on, min_w, seed, offset, BLOCK: tl.constexpr,
+                  GROUP: tl.constexpr, NS_P2: tl.constexpr):
+    """The rounds from a drawn entry (key_t, idx_t; ``rounds`` draws made), one program: while
+    ``more``, one read sums the mass before it per group, the check decides, and a rejected
+    entry's group masses are the next draw's. Returns (token, rounds)."""
+    while more:
+        masses = _masses_before(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t, BLOCK,
+                                GROUP, NS_P2)
+        more = reject_check(tl.sum(masses, axis=0), key_t, row_max, inv_t, inf_mode, p_on,
+                            target, min_p_on, min_w)
+        if more:
+            u = _round_uniform(seed, offset, rounds)
+            idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t,
+                                 idx_t, True, BLOCK, GROUP, NS_P2)
+            rounds = rounds + 1
+    return idx_t, rounds
+
+
+@triton.jit
 def reject_topp_sample_kernel(
     x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
     V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
@@ -203,56 +275,22 @@ def reject_topp_sample_kernel(
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
     row_ptr = x_ptr + row64 * stride_x
-    seed = row64 * 0 + seed_scalar
-    if SEED_MODE == 1:
-        seed = tl.load(seed_ptr + row64 * seed_stride)
-    if SEED_MODE == 2:
-        seed = seed + row64 * (-7046029254386353131)
-    offset = row64 * 0 + offset_scalar
-    if OFFSET_ARRAY:
-        offset = tl.load(offset_ptr + row64 * offset_stride)
-    greedy = row < 0
-    if TEMP_ARRAY:
-        inv_t = tl.load(inv_t_ptr + row64)
-        greedy = ~(inv_t > 0.0)
-        inv_t = tl.where(greedy, 1.0, inv_t)
+    seed, offset, inv_t, greedy = row_draw_params(
+        seed_ptr, offset_ptr, inv_t_ptr, inv_t, seed_scalar, offset_scalar, seed_stride,
+        offset_stride, row64, SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
     masses, row_max, inf_mode = _row_stats(row_ptr, V, inv_t, BLOCK, GROUP, NS_P2)
     total = tl.where(greedy, 0.0, tl.sum(masses, axis=0))
     rounds = row * 0
     if total > 0.0:
-        if HAS_P:
-            p = _row_param(p_ptr, p_bits, row64, P_ARRAY)
-        else:
-            p = (row * 0).to(tl.float64) + 1.0
-        p_on = (p < 1.0) & (p == p)
-        if HAS_MIN_P:
-            min_p = _row_param(min_p_ptr, min_p_bits, row64, MIN_P_ARRAY)
-        else:
-            min_p = (row * 0).to(tl.float64)
-        min_p_on = min_p > 0.0  # NaN and <= 0: off
-        min_w = tl.minimum(min_p, 1.0)
-        target = p * total.to(tl.float64)
+        p_on, target, min_p_on, min_w = row_filters(p_ptr, min_p_ptr, p_bits, min_p_bits, total,
+                                                    row64, HAS_P, P_ARRAY, HAS_MIN_P,
+                                                    MIN_P_ARRAY)
         u = _round_uniform(seed, offset, rounds)
         idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, rounds, rounds,
                              False, BLOCK, GROUP, NS_P2)
-        rounds = rounds + 1
-        more = p_on | min_p_on
-        while more:
-            masses = _masses_before(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t, BLOCK,
-                                    GROUP, NS_P2)
-            before = tl.sum(masses, axis=0)
-            # kept: the mass before it is under p x Z, and its weight (relative to the row's
-            # max) at least min_p; the first entry of the order (nothing before it) always is
-            w_t = _weight(key_to_value(key_t), row_max, inv_t, inf_mode).to(tl.float64)
-            drop_p = p_on & (before.to(tl.float64) >= target)
-            drop_min_p = min_p_on & (w_t < min_w)
-            more = (drop_p | drop_min_p) & (before > 0.0)
-            if more:
-                u = _round_uniform(seed, offset, rounds)
-                idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t,
-                                     idx_t, True, BLOCK, GROUP, NS_P2)
-                rounds = rounds + 1
-        token = idx_t
+        token, rounds = reject_rounds(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t,
+                                      rounds + 1, p_on | min_p_on, p_on, target, min_p_on,
+                                      min_w, seed, offset, BLOCK, GROUP, NS_P2)
     else:  # greedy, or no mass (every entry -inf or NaN): the first entry of the order
         token = _first_of_order(row_ptr, V, BLOCK)
     tl.store(token_ptr + row64, token.to(tl.int64))

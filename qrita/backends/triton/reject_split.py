@@ -1,0 +1,249 @@
+"""``@triton.jit`` kernels of the rejection draw for small batches: each row split over S
+programs (docs/sampling.md, "The rejection draw"). Imports triton only.
+
+One program per row (:mod:`qrita.backends.triton.reject_topp`) reads a 131072-entry row in about
+45 µs on an H200: a single SM, bound by memory latency. Here the row's groups of tiles (the unit
+of the per-row masses) go to separate programs, grid (B, S), and the row's last arriving program
+(an integer arrival counter per row and phase, as in :mod:`qrita.backends.triton.one_launch`)
+does the per-row step. No floating-point atomics and no spin-waits.
+
+- ``reject_split_stats_kernel`` (phase 0): every program the max / mass / +inf count and the
+  first entry of the order of its group; the last one merges them (the row's max and group
+  masses, as ``reject_topp._row_stats`` computes them) and draws round 0.
+- ``reject_split_check_kernel`` (phases 1..R): every program the mass of its group's entries
+  before the drawn entry in the rank order; the last one checks the entry and, if rejected, draws
+  the next one from those masses. Rows already decided return at once.
+- ``reject_split_finish_kernel``, grid (B,): rows still undecided after R checks continue in one
+  program (``reject_topp.reject_rounds``).
+
+The groups and their sums are those of the one-program kernel with the same BLOCK and GROUP, so
+the masses are bit for bit the same; the token is the reference's off the margins.
+
+Scratch (zero-initialised ``arrivals`` (R + 1, B) int32; the rest written before read):
+``seg_f`` (B, 3, NS) float32 (group max, group mass or mass before, +inf count), ``seg_i``
+(B, 2, NS) int32 (group's first key, its index), ``row_f`` (B, 2) float32 (row max, mass),
+``row_i`` (B, 4) int32 (drawn index, its key, rounds, flags: 1 decided, 2 +inf row).
+"""
+
+import triton
+import triton.language as tl
+
+from qrita.backends.triton.one_launch import arrive_last
+from qrita.backends.triton.primitives import KEY_NAN, order_key
+from qrita.backends.triton.reject_topp import (
+    _draw,
+    _live_weights,
+    _round_uniform,
+    reject_check,
+    reject_rounds,
+    row_draw_params,
+    row_filters,
+)
+
+__all__ = ["reject_split_stats_kernel", "reject_split_check_kernel", "reject_split_finish_kernel"]
+
+
+@triton.jit
+def _group_stats(row_ptr, V, g, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """Group g's max, mass relative to it (per lane an online max and mass, as
+    ``reject_topp._row_stats``), +inf count, and first entry of the order (key, index)."""
+    lanes = tl.arange(0, BLOCK)
+    scale2 = inv_t * 1.4426950408889634
+    lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
+    lane_mass = tl.zeros([BLOCK], tl.float32)
+    lane_inf = tl.zeros([BLOCK], tl.float32)
+    best_key = tl.full([BLOCK], KEY_NAN, tl.int32)
+    best_idx = tl.full([BLOCK], 0, tl.int32) + V
+    for j in range(0, GROUP):
+        offs = (g * GROUP + j) * BLOCK + lanes
+        valid = offs < V
+        x = tl.load(row_ptr + offs, mask=valid, other=-float("inf")).to(tl.float32)
+        finite = tl.abs(x) < float("inf")
+        xf = tl.where(finite, x, -float("inf"))
+        grow = xf > lane_max
+        d = tl.exp2(-tl.abs(xf - lane_max) * scale2)
+        lane_mass = tl.where(grow, lane_mass * tl.where(lane_max > -float("inf"), d, 0.0)
+                             + 1.0, lane_mass + tl.where(finite, d, 0.0))
+        lane_max = tl.maximum(lane_max, xf)
+        lane_inf += (x == float("inf")).to(tl.float32)
+        key = order_key(x)
+        better = valid & ((key > best_key) | (best_idx == V))  # offsets grow: first copy stays
+        best_key = tl.where(better, key, best_key)
+        best_idx = tl.where(better, offs, best_idx)
+    m = tl.max(lane_max, axis=0)
+    m_ref = tl.where(m > -float("inf"), m, 0.0)
+    mass = tl.sum(lane_mass * tl.exp2((lane_max - m_ref) * scale2), axis=0)
+    top = tl.max(best_key, axis=0)
+    first = tl.min(tl.where(best_key == top, best_idx, V), axis=0)
+    return m, mass, tl.sum(lane_inf, axis=0), top, first
+
+
+@triton.jit
+def _group_before(row_ptr, V, g, row_max, inv_t, inf_mode, key_t, idx_t, BLOCK: tl.constexpr,
+                  GROUP: tl.constexpr):
+    """Group g's mass of the entries before (key_t, idx_t) in the rank order (per-lane sums, one
+    reduction: ``reject_topp._masses_before``'s value for the group)."""
+    lanes = tl.arange(0, BLOCK)
+    lane_mass = tl.zeros([BLOCK], tl.float32)
+    for j in range(0, GROUP):
+        offs = (g * GROUP + j) * BLOCK + lanes
+        x = tl.load(row_ptr + offs, mask=offs < V, other=-float("inf")).to(tl.float32)
+        lane_mass += _live_weights(x, offs, row_max, inv_t, inf_mode, key_t, idx_t, True)
+    return tl.sum(lane_mass, axis=0)
+
+
+@triton.jit
+def reject_split_stats_kernel(
+    x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
+    V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
+    offset_stride, seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr, token_ptr,
+    rounds_ptr,
+    HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
+    MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
+    TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
+):
+    """Phase 0, grid (B, S): group statistics, then (last program of the row) round 0's draw.
+
+    Arguments as ``reject_topp.reject_topp_sample_kernel``'s, plus the scratch of the module
+    docstring; S = cdiv(V, BLOCK x GROUP) <= NS_P2. Decided rows (greedy, no mass, or top-p and
+    min-p off) get their token and rounds here.
+    """
+    row = tl.program_id(0)
+    g = tl.program_id(1)
+    nseg = tl.num_programs(1)
+    row64 = (row * 0).to(tl.int64) + row
+    row_ptr = x_ptr + row64 * stride_x
+    seed, offset, inv_t, greedy = row_draw_params(
+        seed_ptr, offset_ptr, inv_t_ptr, inv_t, seed_scalar, offset_scalar, seed_stride,
+        offset_stride, row64, SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
+    m, mass, n_inf, top, first = _group_stats(row_ptr, V, g, inv_t, BLOCK, GROUP)
+    seg_f = seg_f_ptr + row64 * 3 * NS_P2
+    seg_i = seg_i_ptr + row64 * 2 * NS_P2
+    tl.store(seg_f + g, m)
+    tl.store(seg_f + NS_P2 + g, mass)
+    tl.store(seg_f + 2 * NS_P2 + g, n_inf)
+    tl.store(seg_i + g, top)
+    tl.store(seg_i + NS_P2 + g, first)
+    if arrive_last(arrivals_ptr, row, nseg):
+        ids = tl.arange(0, NS_P2)
+        here = ids < nseg
+        group_max = tl.load(seg_f + ids, mask=here, other=-float("inf"))
+        group_mass = tl.load(seg_f + NS_P2 + ids, mask=here, other=0.0)
+        group_inf = tl.load(seg_f + 2 * NS_P2 + ids, mask=here, other=0.0)
+        row_max = tl.max(group_max, axis=0)
+        inf_mode = tl.sum(group_inf, axis=0) > 0.0
+        row_ref = tl.where(row_max > -float("inf"), row_max, 0.0)
+        masses = tl.where(inf_mode, group_inf,
+                          group_mass * tl.exp((group_max - row_ref) * inv_t))
+        total = tl.where(greedy, 0.0, tl.sum(masses, axis=0))
+        rounds = row * 0
+        flags = 1 + 2 * inf_mode.to(tl.int32)
+        if total > 0.0:
+            p_on, target, min_p_on, min_w = row_filters(
+                p_ptr, min_p_ptr, p_bits, min_p_bits, total, row64, HAS_P, P_ARRAY, HAS_MIN_P,
+                MIN_P_ARRAY)
+            u = _round_uniform(seed, offset, rounds)
+            token, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, rounds, rounds,
+                                 False, BLOCK, GROUP, NS_P2)
+            rounds = rounds + 1
+            flags = tl.where(p_on | min_p_on, flags - 1, flags)
+        else:  # greedy, or no mass: the first entry of the order
+            keys = tl.load(seg_i + ids, mask=here, other=KEY_NAN)
+            firsts = tl.load(seg_i + NS_P2 + ids, mask=here, other=V)
+            best = tl.max(tl.where(here, keys, KEY_NAN), axis=0)
+            token = tl.min(tl.where(here & (keys == best), firsts, V), axis=0)
+            key_t = best
+        tl.store(row_f_ptr + row64 * 2, row_max)
+        tl.store(row_f_ptr + row64 * 2 + 1, total)
+        tl.store(row_i_ptr + row64 * 4, token)
+        tl.store(row_i_ptr + row64 * 4 + 1, key_t)
+        tl.store(row_i_ptr + row64 * 4 + 2, rounds)
+        tl.store(row_i_ptr + row64 * 4 + 3, flags)
+        if flags % 2 == 1:
+            tl.store(token_ptr + row64, token.to(tl.int64))
+            tl.store(rounds_ptr + row64, rounds)
+
+
+@triton.jit
+def reject_split_check_kernel(
+    x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
+    V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
+    offset_stride, seg_f_ptr, row_f_ptr, row_i_ptr, arrivals_ptr, token_ptr, rounds_ptr,
+    HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
+    MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
+    TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
+):
+    """Phase r >= 1, grid (B, S): the undecided rows' check of the drawn entry (the mass before
+    it, per group), then (last program of the row) accept it or draw the next one.
+    ``arrivals_ptr``: this phase's (B,) counters. Arguments as
+    :func:`reject_split_stats_kernel`'s."""
+    row = tl.program_id(0)
+    g = tl.program_id(1)
+    nseg = tl.num_programs(1)
+    row64 = (row * 0).to(tl.int64) + row
+    flags = tl.load(row_i_ptr + row64 * 4 + 3)
+    if flags % 2 == 0:
+        row_ptr = x_ptr + row64 * stride_x
+        seed, offset, inv_t, greedy = row_draw_params(
+            seed_ptr, offset_ptr, inv_t_ptr, inv_t, seed_scalar, offset_scalar, seed_stride,
+            offset_stride, row64, SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
+        row_max = tl.load(row_f_ptr + row64 * 2)
+        idx_t = tl.load(row_i_ptr + row64 * 4)
+        key_t = tl.load(row_i_ptr + row64 * 4 + 1)
+        inf_mode = flags >= 2
+        seg_b = seg_f_ptr + row64 * 3 * NS_P2 + NS_P2
+        tl.store(seg_b + g, _group_before(row_ptr, V, g, row_max, inv_t, inf_mode, key_t, idx_t,
+                                          BLOCK, GROUP))
+        if arrive_last(arrivals_ptr, row, nseg):
+            ids = tl.arange(0, NS_P2)
+            masses = tl.load(seg_b + ids, mask=ids < nseg, other=0.0)
+            total = tl.load(row_f_ptr + row64 * 2 + 1)
+            rounds = tl.load(row_i_ptr + row64 * 4 + 2)
+            p_on, target, min_p_on, min_w = row_filters(
+                p_ptr, min_p_ptr, p_bits, min_p_bits, total, row64, HAS_P, P_ARRAY, HAS_MIN_P,
+                MIN_P_ARRAY)
+            more = reject_check(tl.sum(masses, axis=0), key_t, row_max, inv_t, inf_mode, p_on,
+                                target, min_p_on, min_w)
+            if more:
+                u = _round_uniform(seed, offset, rounds)
+                idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t,
+                                     idx_t, True, BLOCK, GROUP, NS_P2)
+                tl.store(row_i_ptr + row64 * 4, idx_t)
+                tl.store(row_i_ptr + row64 * 4 + 1, key_t)
+                tl.store(row_i_ptr + row64 * 4 + 2, rounds + 1)
+            else:
+                tl.store(row_i_ptr + row64 * 4 + 3, flags + 1)
+                tl.store(token_ptr + row64, idx_t.to(tl.int64))
+                tl.store(rounds_ptr + row64, rounds)
+
+
+@triton.jit
+def reject_split_finish_kernel(
+    x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
+    V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
+    offset_stride, row_f_ptr, row_i_ptr, token_ptr, rounds_ptr,
+    HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
+    MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
+    TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
+):
+    """Grid (B,): rows still undecided after the check phases continue their rounds in one
+    program (a drawn entry not yet checked). Arguments as :func:`reject_split_stats_kernel`'s."""
+    row = tl.program_id(0)
+    row64 = (row * 0).to(tl.int64) + row
+    flags = tl.load(row_i_ptr + row64 * 4 + 3)
+    if flags % 2 == 0:
+        row_ptr = x_ptr + row64 * stride_x
+        seed, offset, inv_t, greedy = row_draw_params(
+            seed_ptr, offset_ptr, inv_t_ptr, inv_t, seed_scalar, offset_scalar, seed_stride,
+            offset_stride, row64, SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
+        row_max = tl.load(row_f_ptr + row64 * 2)
+        total = tl.load(row_f_ptr + row64 * 2 + 1)
+        p_on, target, min_p_on, min_w = row_filters(
+            p_ptr, min_p_ptr, p_bits, min_p_bits, total, row64, HAS_P, P_ARRAY, HAS_MIN_P,
+            MIN_P_ARRAY)
+        token, rounds = reject_rounds(
+            row_ptr, V, row_max, inv_t, flags >= 2, tl.load(row_i_ptr + row64 * 4 + 1),
+            tl.load(row_i_ptr + row64 * 4), tl.load(row_i_ptr + row64 * 4 + 2), flags >= 0,
+            p_on, target, min_p_on, min_w, seed, offset, BLOCK, GROUP, NS_P2)
+        tl.store(token_ptr + row64, token.to(tl.int64))
+        tl.store(rounds_ptr + row64, rounds)
