@@ -207,7 +207,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "row_i_ptr": "*i32", "arrivals_ptr": "*i32", "token_ptr": "*i64",
             "rounds_ptr": "*i32"}, split_flags, target, 4)
         out["reject_split_check"] = _compile(reject_split.reject_split_check_kernel, {
-            **head, "seg_f_ptr": "*fp32", "row_f_ptr": "*fp32", "row_i_ptr": "*i32",
+            **head, "phase": "i32", "seg_f_ptr": "*fp32", "row_f_ptr": "*fp32", "row_i_ptr": "*i32",
             "arrivals_ptr": "*i32", "token_ptr": "*i64", "rounds_ptr": "*i32"}, split_flags,
             target, 4)
         out["reject_split_finish"] = _compile(reject_split.reject_split_finish_kernel, {

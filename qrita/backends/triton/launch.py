@@ -679,18 +679,23 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
                num_warps=int(env("QRITA_REJECT_WARPS", "8")))
         return token
     checks = int(env("QRITA_REJECT_CHECKS", "2")) if checks is None else checks
+    # one zeroed int32 buffer (one allocation, one fill): the counters first, then the float32
+    # and int32 parts, each a multiple of 4 words (16-byte aligned)
     ns = next_pow2(nseg)
-    seg_f = torch.empty(batch * 3 * ns, dtype=torch.float32, device=dev)
-    seg_i = torch.empty(batch * 2 * ns, dtype=torch.int32, device=dev)
-    row_f = torch.empty(batch * 2, dtype=torch.float32, device=dev)
-    row_i = torch.empty(batch * 4, dtype=torch.int32, device=dev)
-    arrivals = torch.zeros((checks + 1) * batch, dtype=torch.int32, device=dev)
+    words = [(checks + 1) * batch, batch * 3 * ns, batch * 2 * ns, batch * 2, batch * 4]
+    starts = [0]
+    for n in words[:-1]:
+        starts.append(starts[-1] + -(-n // 4) * 4)
+    ws = torch.zeros(starts[-1] + words[-1], dtype=torch.int32, device=dev)
+    wf = ws.view(torch.float32)
+    arrivals, seg_f, seg_i, row_f, row_i = (ws[starts[0]:], wf[starts[1]:], ws[starts[2]:],
+                                            wf[starts[3]:], ws[starts[4]:])
     warps = int(env("QRITA_REJECT_SPLIT_WARPS", "4"))
     launch(reject_split_stats_kernel, (batch, nseg), *head, seg_f, seg_i, row_f, row_i,
            arrivals, token, rounds, **flags, num_warps=warps)
     for phase in range(1, checks + 1):
-        launch(reject_split_check_kernel, (batch, nseg), *head, seg_f, row_f, row_i,
-               arrivals[phase * batch:], token, rounds, **flags, num_warps=warps)
+        launch(reject_split_check_kernel, (batch, nseg), *head, phase, seg_f, row_f, row_i,
+               arrivals, token, rounds, **flags, num_warps=warps)
     launch(reject_split_finish_kernel, (batch,), *head, row_f, row_i, token, rounds, **flags,
            num_warps=warps)
     return token

@@ -19,7 +19,8 @@ does the per-row step. No floating-point atomics and no spin-waits.
 The groups and their sums are those of the one-program kernel with the same BLOCK and GROUP, so
 the masses are bit for bit the same; the token is the reference's off the margins.
 
-Scratch (zero-initialised ``arrivals`` (R + 1, B) int32; the rest written before read):
+Scratch (one zero-initialised int32 buffer, carved by the launcher; ``arrivals`` (R + 1, B)
+int32 must be zero, the rest is written before it is read):
 ``seg_f`` (B, 3, NS) float32 (group max, group mass or mass before, +inf count), ``seg_i``
 (B, 2, NS) int32 (group's first key, its index), ``row_f`` (B, 2) float32 (row max, mass),
 ``row_i`` (B, 4) int32 (drawn index, its key, rounds, flags: 1 decided, 2 +inf row).
@@ -168,15 +169,15 @@ def reject_split_stats_kernel(
 def reject_split_check_kernel(
     x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
     V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
-    offset_stride, seg_f_ptr, row_f_ptr, row_i_ptr, arrivals_ptr, token_ptr, rounds_ptr,
+    offset_stride, phase, seg_f_ptr, row_f_ptr, row_i_ptr, arrivals_ptr, token_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
     TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
 ):
     """Phase r >= 1, grid (B, S): the undecided rows' check of the drawn entry (the mass before
     it, per group), then (last program of the row) accept it or draw the next one.
-    ``arrivals_ptr``: this phase's (B,) counters. Arguments as
-    :func:`reject_split_stats_kernel`'s."""
+    ``arrivals_ptr``: the (R + 1, B) counters, of which row ``phase`` is this launch's.
+    Arguments as :func:`reject_split_stats_kernel`'s."""
     row = tl.program_id(0)
     g = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -194,7 +195,7 @@ def reject_split_check_kernel(
         seg_b = seg_f_ptr + row64 * 3 * NS_P2 + NS_P2
         tl.store(seg_b + g, _group_before(row_ptr, V, g, row_max, inv_t, inf_mode, key_t, idx_t,
                                           BLOCK, GROUP))
-        if arrive_last(arrivals_ptr, row, nseg):
+        if arrive_last(arrivals_ptr + phase * tl.num_programs(0), row, nseg):
             ids = tl.arange(0, NS_P2)
             masses = tl.load(seg_b + ids, mask=ids < nseg, other=0.0)
             total = tl.load(row_f_ptr + row64 * 2 + 1)
