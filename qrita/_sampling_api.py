@@ -198,7 +198,8 @@ def sample(
     adapter = c.adapter
     if _traced(c, logits):
         tok, lp = adapter.traced_sampling("sample", logits, k=c.k, p=c.p, min_p=m,
-                                          temperature=t, seed=s, offset=o)
+                                          temperature=t, seed=s, offset=o,
+                                          logprob=want_logprob)
         if len(info.shape) == 1:
             tok, lp = tok.reshape(()), lp.reshape(())
         return (tok, lp) if want_logprob else tok

@@ -166,6 +166,11 @@ def test_jax_jit_matches_the_reference(logits, dtype):
                                    offset=5, return_logprob=True, **kw)
     assert np.asarray(tok).tolist() == want_tok.tolist()
     np.testing.assert_array_equal(np.asarray(lp), want_lp.astype(np.float32))
+    # tokens only (no log-probabilities computed): the same tokens
+    tok_only = jax.jit(lambda x, k, p, t, s: qrita.sample(
+        x, k=k, p=p, temperature=t, min_p=0.05, seed=s, offset=5))(x, k_rows, p_rows, temp_rows,
+                                                                      seeds)
+    assert np.asarray(tok_only).tolist() == want_tok.tolist()
     np.testing.assert_array_equal(np.asarray(probs), ref.probs(a, k_np, p_np, **kw))
     want_c = ref.candidates(a, k_np, p_np, max_candidates=4, **kw)
     assert np.asarray(ci).tolist() == want_c.indices.tolist()

@@ -281,9 +281,11 @@ def traced_top_k(
 
 
 def traced_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
-                    **params: Any) -> tuple[Any, ...]:
+                    logprob: bool = True, **params: Any) -> tuple[Any, ...]:
     """``sample`` / ``probs`` / ``candidates`` of a traced (or any) JAX array (V,) or (B, V):
-    the outputs for (B, V) rows (:func:`qrita.backends._jax_jit.sampling`)."""
+    the outputs for (B, V) rows (:func:`qrita.backends._jax_jit.sampling`; ``logprob=False``:
+    ``sample``'s log-probabilities are not computed)."""
     from qrita.backends import _jax_jit
 
-    return _jax_jit.sampling(op, logits, max_candidates=max_candidates, **params)
+    return _jax_jit.sampling(op, logits, max_candidates=max_candidates, logprob=logprob,
+                             **params)

@@ -306,7 +306,7 @@ def _host_params(arrays: tuple, names: tuple[str, ...], statics: dict[str, Any])
     return params
 
 
-def _host_sampling(x, *arrays, op, names, statics, width, index_dtype, out_float):
+def _host_sampling(x, *arrays, op, names, statics, width, logprob, index_dtype, out_float):
     """The NumPy reference of ``op`` on one (B, V) block (``jax.pure_callback``)."""
     from qrita.reference import sampling as ref
 
@@ -322,6 +322,8 @@ def _host_sampling(x, *arrays, op, names, statics, width, index_dtype, out_float
         tokens, logp = ref.sample(x, prm["k"], prm["p"], seed=seed,
                                   offset=0 if prm["offset"] is None else prm["offset"],
                                   return_logprob=True, **filters)
+        if not logprob:  # asked for tokens only: the log-probabilities are not returned
+            logp = np.zeros(np.shape(tokens))
         return (np.asarray(tokens).astype(index_dtype),
                 np.asarray(logp).astype(out_float))
     if op == "probs":
@@ -332,7 +334,7 @@ def _host_sampling(x, *arrays, op, names, statics, width, index_dtype, out_float
             np.asarray(res.counts).astype(index_dtype))
 
 
-def _gpu_sampling_callback(ctx, outs, x, *arrays, op, names, statics, width):
+def _gpu_sampling_callback(ctx, outs, x, *arrays, op, names, statics, width, logprob):
     """The Triton sampler on XLA's buffers and stream (``buffer_callback``)."""
     import torch
 
@@ -347,7 +349,10 @@ def _gpu_sampling_callback(ctx, outs, x, *arrays, op, names, statics, width):
         filters = dict(min_p=prm["min_p"], temperature=prm["temperature"])
         if op == "sample":
             results = sampling_ops.sample(t, prm["k"], prm["p"], seed=prm["seed"],
-                                          offset=prm["offset"], return_logprob=True, **filters)
+                                          offset=prm["offset"], return_logprob=logprob, **filters)
+            if not logprob:  # tokens only (the token does not depend on it): zeros, unread
+                results = (results, torch.zeros(results.shape, dtype=torch.float32,
+                                                device=results.device))
         elif op == "probs":
             results = (sampling_ops.top_k_top_p_probs(t, prm["k"], prm["p"], **filters),)
         else:
@@ -357,11 +362,13 @@ def _gpu_sampling_callback(ctx, outs, x, *arrays, op, names, statics, width):
             _torch_view(out).copy_(res.reshape(_torch_view(out).shape))
 
 
-def sampling(op: str, logits: Any, *, max_candidates: int | None = None, **params: Any):
+def sampling(op: str, logits: Any, *, max_candidates: int | None = None, logprob: bool = True,
+             **params: Any):
     """``sample`` (tokens, logprobs), ``probs`` or ``candidates`` (indices, probs, counts) of a
     JAX array (V,) or (B, V), staged into the traced program; params: k, p, min_p, temperature,
     seed, offset (None, Python scalars or (B,) arrays). Shapes as in :mod:`qrita._sampling_api`
-    (for (B, V); the caller reshapes (V,) results)."""
+    (for (B, V); the caller reshapes (V,) results). ``logprob=False`` (``sample``): the
+    log-probabilities are not computed (zeros; the tokens are the same)."""
     import jax
     import jax.numpy as jnp
 
@@ -392,7 +399,8 @@ def sampling(op: str, logits: Any, *, max_candidates: int | None = None, **param
                   jax.ShapeDtypeStruct((batch,), idx_dtype))
     else:
         raise ValueError(f"unknown sampling op {op!r}")
-    options = dict(op=op, names=tuple(names), statics=statics, width=width)
+    options = dict(op=op, names=tuple(names), statics=statics, width=width,
+                   logprob=bool(logprob))
 
     def host(x2, *ops):
         fn = functools.partial(_host_sampling, index_dtype=np.dtype(idx_dtype),
