@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -685,4 +685,17 @@ if [[ $stage == s15c ]]; then  # the split's single scratch buffer: its GPU test
   t=tests/test_triton_top_k.py; m=tests/test_triton_masks.py
   gpu_tests s15c_owed "${OWED_S:-150}" "$m::test_gpu_real_vocab" "$m::test_gpu_deterministic_and_batch_invariant" \
     "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_batches"
+fi
+if [[ $stage == s16a ]]; then  # next session, call 1: the split with 3 launches (the last check finishes), one scratch view, knobs read once (written without a GPU): its GPU tests, host time at B = 1, split vs one program up to B = 128 (decides QRITA_REJECT_SPLIT_B)
+  gpu_tests s16a "${TESTS_S:-150}" tests/test_triton_reject_topp.py
+  timeout 40 python3 benchmarks/host_overhead.py --out "$OUT/host1" --batch 1 \
+    --only "public sample p0.9" --rows 3 2>&1 | grep "host" | head -1
+  for env in "QRITA_REJECT_SPLIT_B=256" "QRITA_REJECT_SPLIT_B=0"; do
+    name=$(echo "$env" | tr '=' '_')
+    env $env timeout 90 python3 benchmarks/bench.py --out "$OUT/sample_$name" --ops sample \
+      --vocab 32768,131072,262144 --dtypes float32,bfloat16 --batch 1,8,32,64,128 --workloads zipf \
+      --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
+      --peers '' > "$OUT/bench_sample_$name.log" 2>&1
+    echo "bench $name exit $?"; grep -E "^sample" "$OUT/bench_sample_$name.log" | cut -c1-120
+  done
 fi

@@ -202,17 +202,15 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         split_flags = dict(HAS_P=True, P_ARRAY=True, HAS_MIN_P=True, MIN_P_ARRAY=False,
                            SEED_MODE=1, OFFSET_ARRAY=True, TEMP_ARRAY=True, BLOCK=1024, GROUP=2,
                            NS_P2=64)
-        out["reject_split_stats"] = _compile(reject_split.reject_split_stats_kernel, {
-            **head, "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "row_f_ptr": "*fp32",
-            "row_i_ptr": "*i32", "arrivals_ptr": "*i32", "token_ptr": "*i64",
-            "rounds_ptr": "*i32"}, split_flags, target, 4)
-        out["reject_split_check"] = _compile(reject_split.reject_split_check_kernel, {
-            **head, "phase": "i32", "seg_f_ptr": "*fp32", "row_f_ptr": "*fp32", "row_i_ptr": "*i32",
-            "arrivals_ptr": "*i32", "token_ptr": "*i64", "rounds_ptr": "*i32"}, split_flags,
-            target, 4)
-        out["reject_split_finish"] = _compile(reject_split.reject_split_finish_kernel, {
-            **head, "row_f_ptr": "*fp32", "row_i_ptr": "*i32", "token_ptr": "*i64",
-            "rounds_ptr": "*i32"}, split_flags, target, 4)
+        tail = {"ws_i_ptr": "*i32", "ws_f_ptr": "*fp32", "token_ptr": "*i64", "rounds_ptr": "*i32"}
+        out["reject_split_stats"] = _compile(reject_split.reject_split_stats_kernel,
+                                             {**head, **tail}, split_flags, target, 4)
+        for finish in (False, True):
+            out[f"reject_split_check_{finish}"] = _compile(
+                reject_split.reject_split_check_kernel, {**head, "phase": "i32", **tail},
+                {**split_flags, "FINISH": finish}, target, 4)
+        out["reject_split_finish"] = _compile(reject_split.reject_split_finish_kernel,
+                                              {**head, **tail}, split_flags, target, 4)
         out["wide_band"] = _compile(wide.wide_band_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample), target, 4)

@@ -609,13 +609,19 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     return token, logp
 
 
+@functools.cache
+def _reject_knob(name: str, default: int) -> int:
+    """A measuring knob of the rejection draw (``QRITA_REJECT_*``), read once per process."""
+    return int(os.environ.get(name, str(default)))
+
+
 def _reject_split(batch: int, vocab: int, split: bool | None) -> bool:
     """Whether the rejection draw splits rows over programs: ``split`` when given, else for
     B <= ``QRITA_REJECT_SPLIT_B`` (default 32; one program per row is latency-bound there) and
     V >= 4 x the split tile."""
     if split is not None:
         return split
-    return batch <= int(os.environ.get("QRITA_REJECT_SPLIT_B", "32")) and vocab >= 8192
+    return batch <= _reject_knob("QRITA_REJECT_SPLIT_B", 32) and vocab >= 8192
 
 
 def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min_p=None, *,
@@ -636,7 +642,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     32 under the interpreter); group : tiles per group, a power of two (``QRITA_REJECT_GROUP`` or
     8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 2: a group per program; 2 under the interpreter);
     split : force the split path on / off (default :func:`_reject_split`); checks : the split
-    path's check launches before the one-program finish (``QRITA_REJECT_CHECKS`` or 2). Warps:
+    path's check launches (``QRITA_REJECT_CHECKS`` or 2; the last one finishes the rows still
+    rejecting in one program each; 0: a finish launch after the statistics). Warps:
     ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 4).
 
     Returns tokens (B,) int64.
@@ -645,14 +652,13 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
 
     batch, vocab = x.shape
     small = interpreting()
-    env = os.environ.get
     split = _reject_split(batch, vocab, split)
     if split:
-        block = block or (32 if small else int(env("QRITA_REJECT_SPLIT_BLOCK", "1024")))
-        group = group or (2 if small else int(env("QRITA_REJECT_SPLIT_GROUP", "2")))
+        block = block or (32 if small else _reject_knob("QRITA_REJECT_SPLIT_BLOCK", 1024))
+        group = group or (2 if small else _reject_knob("QRITA_REJECT_SPLIT_GROUP", 2))
     else:
-        block = block or (128 if small else int(env("QRITA_REJECT_BLOCK", "2048")))
-        group = group or (2 if small else int(env("QRITA_REJECT_GROUP", "8")))
+        block = block or (128 if small else _reject_knob("QRITA_REJECT_BLOCK", 2048))
+        group = group or (2 if small else _reject_knob("QRITA_REJECT_GROUP", 8))
     block = min(block, next_pow2(vocab))
     group = min(group, next_pow2(-(-vocab // block)))
     dev = x.device
@@ -676,28 +682,23 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
                  TEMP_ARRAY=t_array, BLOCK=block, GROUP=group, NS_P2=next_pow2(nseg))
     if not split:
         launch(reject_topp_sample_kernel, (batch,), *head, token, rounds, **flags,
-               num_warps=int(env("QRITA_REJECT_WARPS", "8")))
+               num_warps=_reject_knob("QRITA_REJECT_WARPS", 8))
         return token
-    checks = int(env("QRITA_REJECT_CHECKS", "2")) if checks is None else checks
-    # one zeroed int32 buffer (one allocation, one fill): the counters first, then the float32
-    # and int32 parts, each a multiple of 4 words (16-byte aligned)
+    checks = _reject_knob("QRITA_REJECT_CHECKS", 2) if checks is None else checks
+    # one zeroed int32 buffer (one allocation, one fill), carved in the kernels
+    # (``reject_split._scratch``): the per-row parts, then the counters of the launches
     ns = next_pow2(nseg)
-    words = [(checks + 1) * batch, batch * 3 * ns, batch * 2 * ns, batch * 2, batch * 4]
-    starts = [0]
-    for n in words[:-1]:
-        starts.append(starts[-1] + -(-n // 4) * 4)
-    ws = torch.zeros(starts[-1] + words[-1], dtype=torch.int32, device=dev)
-    wf = ws.view(torch.float32)
-    arrivals, seg_f, seg_i, row_f, row_i = (ws[starts[0]:], wf[starts[1]:], ws[starts[2]:],
-                                            wf[starts[3]:], ws[starts[4]:])
-    warps = int(env("QRITA_REJECT_SPLIT_WARPS", "4"))
-    launch(reject_split_stats_kernel, (batch, nseg), *head, seg_f, seg_i, row_f, row_i,
-           arrivals, token, rounds, **flags, num_warps=warps)
-    for phase in range(1, checks + 1):
-        launch(reject_split_check_kernel, (batch, nseg), *head, phase, seg_f, row_f, row_i,
-               arrivals, token, rounds, **flags, num_warps=warps)
-    launch(reject_split_finish_kernel, (batch,), *head, row_f, row_i, token, rounds, **flags,
+    ws_i = torch.zeros(batch * (5 * ns + 6 + checks + 1), dtype=torch.int32, device=dev)
+    ws_f = ws_i.view(torch.float32)
+    warps = _reject_knob("QRITA_REJECT_SPLIT_WARPS", 4)
+    launch(reject_split_stats_kernel, (batch, nseg), *head, ws_i, ws_f, token, rounds, **flags,
            num_warps=warps)
+    for phase in range(1, checks + 1):
+        launch(reject_split_check_kernel, (batch, nseg), *head, phase, ws_i, ws_f, token, rounds,
+               **flags, FINISH=phase == checks, num_warps=warps)
+    if checks == 0:
+        launch(reject_split_finish_kernel, (batch,), *head, ws_i, ws_f, token, rounds, **flags,
+               num_warps=warps)
     return token
 
 

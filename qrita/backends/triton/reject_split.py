@@ -13,14 +13,15 @@ does the per-row step. No floating-point atomics and no spin-waits.
 - ``reject_split_check_kernel`` (phases 1..R): every program the mass of its group's entries
   before the drawn entry in the rank order; the last one checks the entry and, if rejected, draws
   the next one from those masses. Rows already decided return at once.
-- ``reject_split_finish_kernel``, grid (B,): rows still undecided after R checks continue in one
-  program (``reject_topp.reject_rounds``).
+- The last check launch (FINISH) lets a row still rejecting go on in its last program
+  (``reject_topp.reject_rounds``); with no check launches ``reject_split_finish_kernel``, grid
+  (B,), does that after the statistics.
 
 The groups and their sums are those of the one-program kernel with the same BLOCK and GROUP, so
 the masses are bit for bit the same; the token is the reference's off the margins.
 
-Scratch (one zero-initialised int32 buffer, carved by the launcher; ``arrivals`` (R + 1, B)
-int32 must be zero, the rest is written before it is read):
+Scratch (one zero-initialised int32 buffer, also passed as float32, carved by ``_scratch``; the
+arrival counters (R + 1, B) int32 at its end must be zero, the rest is written before it is read):
 ``seg_f`` (B, 3, NS) float32 (group max, group mass or mass before, +inf count), ``seg_i``
 (B, 2, NS) int32 (group's first key, its index), ``row_f`` (B, 2) float32 (row max, mass),
 ``row_i`` (B, 4) int32 (drawn index, its key, rounds, flags: 1 decided, 2 +inf row).
@@ -42,6 +43,19 @@ from qrita.backends.triton.reject_topp import (
 )
 
 __all__ = ["reject_split_stats_kernel", "reject_split_check_kernel", "reject_split_finish_kernel"]
+
+
+@triton.jit
+def _scratch(ws_i_ptr, ws_f_ptr, B, NS_P2: tl.constexpr):
+    """The parts of the one scratch buffer (int32 ``ws_i_ptr``, the same memory as float32
+    ``ws_f_ptr``): seg_f (B, 3, NS_P2), seg_i (B, 2, NS_P2), row_f (B, 2), row_i (B, 4), then the
+    arrival counters, (R + 1, B)."""
+    seg_f = ws_f_ptr
+    seg_i = ws_i_ptr + B * 3 * NS_P2
+    row_f = ws_f_ptr + B * 5 * NS_P2
+    row_i = ws_i_ptr + B * (5 * NS_P2 + 2)
+    arrivals = ws_i_ptr + B * (5 * NS_P2 + 6)
+    return seg_f, seg_i, row_f, row_i, arrivals
 
 
 @triton.jit
@@ -97,8 +111,7 @@ def _group_before(row_ptr, V, g, row_max, inv_t, inf_mode, key_t, idx_t, BLOCK: 
 def reject_split_stats_kernel(
     x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
     V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
-    offset_stride, seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr, token_ptr,
-    rounds_ptr,
+    offset_stride, ws_i_ptr, ws_f_ptr, token_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
     TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
@@ -106,12 +119,15 @@ def reject_split_stats_kernel(
     """Phase 0, grid (B, S): group statistics, then (last program of the row) round 0's draw.
 
     Arguments as ``reject_topp.reject_topp_sample_kernel``'s, plus the scratch of the module
-    docstring; S = cdiv(V, BLOCK x GROUP) <= NS_P2. Decided rows (greedy, no mass, or top-p and
-    min-p off) get their token and rounds here.
+    docstring (``ws_i_ptr`` / ``ws_f_ptr``: one zeroed buffer as int32 / float32, carved by
+    ``_scratch``); S = cdiv(V, BLOCK x GROUP) <= NS_P2. Decided rows (greedy, no mass, or top-p
+    and min-p off) get their token and rounds here.
     """
     row = tl.program_id(0)
     g = tl.program_id(1)
     nseg = tl.num_programs(1)
+    seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr = _scratch(
+        ws_i_ptr, ws_f_ptr, tl.num_programs(0), NS_P2)
     row64 = (row * 0).to(tl.int64) + row
     row_ptr = x_ptr + row64 * stride_x
     seed, offset, inv_t, greedy = row_draw_params(
@@ -169,18 +185,23 @@ def reject_split_stats_kernel(
 def reject_split_check_kernel(
     x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
     V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
-    offset_stride, phase, seg_f_ptr, row_f_ptr, row_i_ptr, arrivals_ptr, token_ptr, rounds_ptr,
+    offset_stride, phase, ws_i_ptr, ws_f_ptr, token_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
     TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
+    FINISH: tl.constexpr,
 ):
     """Phase r >= 1, grid (B, S): the undecided rows' check of the drawn entry (the mass before
     it, per group), then (last program of the row) accept it or draw the next one.
-    ``arrivals_ptr``: the (R + 1, B) counters, of which row ``phase`` is this launch's.
-    Arguments as :func:`reject_split_stats_kernel`'s."""
+    ``phase``: this launch's row of the (R + 1, B) arrival counters. FINISH (the last check
+    launch): a row still rejecting goes on in its last program (``reject_topp.reject_rounds``)
+    instead of waiting for :func:`reject_split_finish_kernel`. Arguments as
+    :func:`reject_split_stats_kernel`'s."""
     row = tl.program_id(0)
     g = tl.program_id(1)
     nseg = tl.num_programs(1)
+    seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr = _scratch(
+        ws_i_ptr, ws_f_ptr, tl.num_programs(0), NS_P2)
     row64 = (row * 0).to(tl.int64) + row
     flags = tl.load(row_i_ptr + row64 * 4 + 3)
     if flags % 2 == 0:
@@ -209,9 +230,16 @@ def reject_split_check_kernel(
                 u = _round_uniform(seed, offset, rounds)
                 idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t,
                                      idx_t, True, BLOCK, GROUP, NS_P2)
+                rounds = rounds + 1
+                if FINISH:
+                    idx_t, rounds = reject_rounds(row_ptr, V, row_max, inv_t, inf_mode, key_t,
+                                                  idx_t, rounds, more, p_on, target, min_p_on,
+                                                  min_w, seed, offset, BLOCK, GROUP, NS_P2)
+                    more = rounds < 0  # decided
+            if more:
                 tl.store(row_i_ptr + row64 * 4, idx_t)
                 tl.store(row_i_ptr + row64 * 4 + 1, key_t)
-                tl.store(row_i_ptr + row64 * 4 + 2, rounds + 1)
+                tl.store(row_i_ptr + row64 * 4 + 2, rounds)
             else:
                 tl.store(row_i_ptr + row64 * 4 + 3, flags + 1)
                 tl.store(token_ptr + row64, idx_t.to(tl.int64))
@@ -222,14 +250,17 @@ def reject_split_check_kernel(
 def reject_split_finish_kernel(
     x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
     V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
-    offset_stride, row_f_ptr, row_i_ptr, token_ptr, rounds_ptr,
+    offset_stride, ws_i_ptr, ws_f_ptr, token_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
     TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
 ):
-    """Grid (B,): rows still undecided after the check phases continue their rounds in one
-    program (a drawn entry not yet checked). Arguments as :func:`reject_split_stats_kernel`'s."""
+    """Grid (B,), after the statistics when there are no check launches: rows still undecided
+    continue their rounds in one program (a drawn entry not yet checked). Arguments as
+    :func:`reject_split_stats_kernel`'s."""
     row = tl.program_id(0)
+    seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr = _scratch(
+        ws_i_ptr, ws_f_ptr, tl.num_programs(0), NS_P2)
     row64 = (row * 0).to(tl.int64) + row
     flags = tl.load(row_i_ptr + row64 * 4 + 3)
     if flags % 2 == 0:
