@@ -670,32 +670,28 @@ if [[ $stage == s15b ]]; then  # the rejection draw's small-batch split (rows ov
   gpu_tests s15b_rest "${REST_S:-200}" "$s::test_gpu_batch_invariant" "$s::test_gpu_cuda_graph_capture_and_replay" \
     "$s::test_gpu_reproducible" "$s::test_gpu_public_api_torch_and_1d"
 fi
-if [[ $stage == s15c ]]; then  # the split's single scratch buffer: its GPU test, host time at B = 1, split vs one program at B <= 128; then the owed mask / top_k GPU tests
-  gpu_tests s15c "${TESTS_S:-90}" tests/test_triton_reject_topp.py
+# split_vs_one SECONDS VOCABS DTYPES WORKLOADS: the rejection draw's host time at B = 1, then the
+# sampler bench (topp0.9, B = 1 ... 128) with the small-batch split forced on and off
+split_vs_one() {
   timeout 40 python3 benchmarks/host_overhead.py --out "$OUT/host1" --batch 1 \
     --only "public sample p0.9" --rows 3 2>&1 | grep "host" | head -1
   for env in "QRITA_REJECT_SPLIT_B=256" "QRITA_REJECT_SPLIT_B=0"; do
     name=$(echo "$env" | tr '=' '_')
-    env $env timeout 60 python3 benchmarks/bench.py --out "$OUT/sample_$name" --ops sample \
-      --vocab 131072 --dtypes float32 --batch 1,8,32,64,128 --workloads zipf,gaussian \
+    env $env timeout "$1" python3 benchmarks/bench.py --out "$OUT/sample_$name" --ops sample \
+      --vocab "$2" --dtypes "$3" --batch 1,8,32,64,128 --workloads "$4" \
       --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
       --peers '' > "$OUT/bench_sample_$name.log" 2>&1
     echo "bench $name exit $?"; grep -E "^sample" "$OUT/bench_sample_$name.log" | cut -c1-120
   done
+}
+if [[ $stage == s15c ]]; then  # the split's single scratch buffer: its GPU test, host time at B = 1, split vs one program at B <= 128; then the owed mask / top_k GPU tests
+  gpu_tests s15c "${TESTS_S:-90}" tests/test_triton_reject_topp.py
+  split_vs_one 60 131072 float32 zipf,gaussian
   t=tests/test_triton_top_k.py; m=tests/test_triton_masks.py
   gpu_tests s15c_owed "${OWED_S:-150}" "$m::test_gpu_real_vocab" "$m::test_gpu_deterministic_and_batch_invariant" \
     "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_batches"
 fi
 if [[ $stage == s16a ]]; then  # next session, call 1: the split with 3 launches (the last check finishes), one scratch view, knobs read once (written without a GPU): its GPU tests, host time at B = 1, split vs one program up to B = 128 (decides QRITA_REJECT_SPLIT_B)
   gpu_tests s16a "${TESTS_S:-150}" tests/test_triton_reject_topp.py
-  timeout 40 python3 benchmarks/host_overhead.py --out "$OUT/host1" --batch 1 \
-    --only "public sample p0.9" --rows 3 2>&1 | grep "host" | head -1
-  for env in "QRITA_REJECT_SPLIT_B=256" "QRITA_REJECT_SPLIT_B=0"; do
-    name=$(echo "$env" | tr '=' '_')
-    env $env timeout 90 python3 benchmarks/bench.py --out "$OUT/sample_$name" --ops sample \
-      --vocab 32768,131072,262144 --dtypes float32,bfloat16 --batch 1,8,32,64,128 --workloads zipf \
-      --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
-      --peers '' > "$OUT/bench_sample_$name.log" 2>&1
-    echo "bench $name exit $?"; grep -E "^sample" "$OUT/bench_sample_$name.log" | cut -c1-120
-  done
+  split_vs_one 90 32768,131072,262144 float32,bfloat16 zipf
 fi

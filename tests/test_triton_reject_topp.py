@@ -171,12 +171,13 @@ def test_sample_takes_the_rejection_draw_where_top_k_is_off(monkeypatch):
     assert keep[np.arange(B), fresh.cpu().numpy()].all()
 
 
-@pytest.mark.parametrize("checks", [0, 2])
+@pytest.mark.parametrize("checks", [1, 2])
 def test_reject_split_matches_the_reference(checks):
-    """The small-batch path (each row over S programs: group statistics, the check phases, the
-    one-program finish for rows still undecided): every generator family, p scalar / per row /
-    0, min-p, per-row temperatures with greedy rows; tokens and rounds as the reference's; with
-    0 check launches every multi-round row goes through the finish kernel."""
+    """The small-batch path (each row over S programs: group statistics and round 0's draw, then
+    check launches, the last of which finishes the rows still rejecting in one program): every
+    generator family, p scalar / per row / 0, min-p, per-row temperatures with greedy rows;
+    tokens and rounds as the reference's. With 1 check launch every row that draws three times
+    or more is finished in one program."""
     V = 509
     x = _families(V, "float32", 12)
     B = x.shape[0]

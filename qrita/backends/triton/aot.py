@@ -193,7 +193,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "rounds_ptr": "*i32"},
             dict(HAS_P=True, P_ARRAY=True, HAS_MIN_P=True, MIN_P_ARRAY=False, SEED_MODE=1,
                  OFFSET_ARRAY=True, TEMP_ARRAY=True, BLOCK=2048, GROUP=8, NS_P2=8), target, 8)
-        # its small-batch split (rows over programs): group statistics, checks, finish
+        # its small-batch split (rows over programs): group statistics, checks (the last finishes)
         head = {
             "x_ptr": f"*{ty}", "p_ptr": "*fp32", "min_p_ptr": "*fp32", "seed_ptr": "*i64",
             "offset_ptr": "*i64", "inv_t_ptr": "*fp32", "V": "i32", "stride_x": "i64",
@@ -209,8 +209,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             out[f"reject_split_check_{finish}"] = _compile(
                 reject_split.reject_split_check_kernel, {**head, "phase": "i32", **tail},
                 {**split_flags, "FINISH": finish}, target, 4)
-        out["reject_split_finish"] = _compile(reject_split.reject_split_finish_kernel,
-                                              {**head, **tail}, split_flags, target, 4)
+
         out["wide_band"] = _compile(wide.wide_band_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample), target, 4)

@@ -28,7 +28,6 @@ from qrita.backends.triton.pipeline import (
 )
 from qrita.backends.triton.reject_split import (
     reject_split_check_kernel,
-    reject_split_finish_kernel,
     reject_split_stats_kernel,
 )
 from qrita.backends.triton.reject_topp import reject_topp_sample_kernel
@@ -642,8 +641,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     32 under the interpreter); group : tiles per group, a power of two (``QRITA_REJECT_GROUP`` or
     8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 2: a group per program; 2 under the interpreter);
     split : force the split path on / off (default :func:`_reject_split`); checks : the split
-    path's check launches (``QRITA_REJECT_CHECKS`` or 2; the last one finishes the rows still
-    rejecting in one program each; 0: a finish launch after the statistics). Warps:
+    path's check launches, >= 1 (``QRITA_REJECT_CHECKS`` or 2; the last one finishes the rows
+    still rejecting, in one program each). Warps:
     ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 4).
 
     Returns tokens (B,) int64.
@@ -684,7 +683,7 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
         launch(reject_topp_sample_kernel, (batch,), *head, token, rounds, **flags,
                num_warps=_reject_knob("QRITA_REJECT_WARPS", 8))
         return token
-    checks = _reject_knob("QRITA_REJECT_CHECKS", 2) if checks is None else checks
+    checks = max(1, _reject_knob("QRITA_REJECT_CHECKS", 2) if checks is None else checks)
     # one zeroed int32 buffer (one allocation, one fill), carved in the kernels
     # (``reject_split._scratch``): the per-row parts, then the counters of the launches
     ns = next_pow2(nseg)
@@ -696,9 +695,6 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     for phase in range(1, checks + 1):
         launch(reject_split_check_kernel, (batch, nseg), *head, phase, ws_i, ws_f, token, rounds,
                **flags, FINISH=phase == checks, num_warps=warps)
-    if checks == 0:
-        launch(reject_split_finish_kernel, (batch,), *head, ws_i, ws_f, token, rounds, **flags,
-               num_warps=warps)
     return token
 
 

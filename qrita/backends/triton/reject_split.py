@@ -14,8 +14,7 @@ does the per-row step. No floating-point atomics and no spin-waits.
   before the drawn entry in the rank order; the last one checks the entry and, if rejected, draws
   the next one from those masses. Rows already decided return at once.
 - The last check launch (FINISH) lets a row still rejecting go on in its last program
-  (``reject_topp.reject_rounds``); with no check launches ``reject_split_finish_kernel``, grid
-  (B,), does that after the statistics.
+  (``reject_topp.reject_rounds``): every row is decided after R >= 1 check launches.
 
 The groups and their sums are those of the one-program kernel with the same BLOCK and GROUP, so
 the masses are bit for bit the same; the token is the reference's off the margins.
@@ -36,26 +35,31 @@ from qrita.backends.triton.reject_topp import (
     _draw,
     _live_weights,
     _round_uniform,
-    reject_check,
+    check_and_draw,
+    online_mass,
     reject_rounds,
     row_draw_params,
     row_filters,
 )
 
-__all__ = ["reject_split_stats_kernel", "reject_split_check_kernel", "reject_split_finish_kernel"]
+__all__ = ["reject_split_stats_kernel", "reject_split_check_kernel"]
 
 
 @triton.jit
-def _scratch(ws_i_ptr, ws_f_ptr, B, NS_P2: tl.constexpr):
-    """The parts of the one scratch buffer (int32 ``ws_i_ptr``, the same memory as float32
-    ``ws_f_ptr``): seg_f (B, 3, NS_P2), seg_i (B, 2, NS_P2), row_f (B, 2), row_i (B, 4), then the
-    arrival counters, (R + 1, B)."""
+def _scratch(ws_i_ptr, ws_f_ptr, NS_P2: tl.constexpr):
+    """This program's row (int32 and int64) and group, the row's group count, and the parts of
+    the one scratch buffer (int32 ``ws_i_ptr``, the same memory as float32 ``ws_f_ptr``): seg_f
+    (B, 3, NS_P2), seg_i (B, 2, NS_P2), row_f (B, 2), row_i (B, 4), then the arrival counters,
+    (R + 1, B)."""
+    row = tl.program_id(0)
+    B = tl.num_programs(0)
     seg_f = ws_f_ptr
     seg_i = ws_i_ptr + B * 3 * NS_P2
     row_f = ws_f_ptr + B * 5 * NS_P2
     row_i = ws_i_ptr + B * (5 * NS_P2 + 2)
     arrivals = ws_i_ptr + B * (5 * NS_P2 + 6)
-    return seg_f, seg_i, row_f, row_i, arrivals
+    return (row, (row * 0).to(tl.int64) + row, tl.program_id(1), tl.num_programs(1), seg_f,
+            seg_i, row_f, row_i, arrivals)
 
 
 @triton.jit
@@ -73,14 +77,7 @@ def _group_stats(row_ptr, V, g, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr)
         offs = (g * GROUP + j) * BLOCK + lanes
         valid = offs < V
         x = tl.load(row_ptr + offs, mask=valid, other=-float("inf")).to(tl.float32)
-        finite = tl.abs(x) < float("inf")
-        xf = tl.where(finite, x, -float("inf"))
-        grow = xf > lane_max
-        d = tl.exp2(-tl.abs(xf - lane_max) * scale2)
-        lane_mass = tl.where(grow, lane_mass * tl.where(lane_max > -float("inf"), d, 0.0)
-                             + 1.0, lane_mass + tl.where(finite, d, 0.0))
-        lane_max = tl.maximum(lane_max, xf)
-        lane_inf += (x == float("inf")).to(tl.float32)
+        lane_max, lane_mass, lane_inf = online_mass(x, lane_max, lane_mass, lane_inf, scale2)
         key = order_key(x)
         better = valid & ((key > best_key) | (best_idx == V))  # offsets grow: first copy stays
         best_key = tl.where(better, key, best_key)
@@ -108,6 +105,25 @@ def _group_before(row_ptr, V, g, row_max, inv_t, inf_mode, key_t, idx_t, BLOCK: 
 
 
 @triton.jit
+def _undecided_row(x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr, stride_x, inv_t,
+                   p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride, offset_stride,
+                   row_f_ptr, row_i_ptr, row64, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
+                   HAS_MIN_P: tl.constexpr, MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr,
+                   OFFSET_ARRAY: tl.constexpr, TEMP_ARRAY: tl.constexpr):
+    """An undecided row's state: its pointer, Philox seed / offset, 1 / t, max, the drawn entry
+    (index, key), the draws made, and its filters (``reject_topp.row_filters``)."""
+    seed, offset, inv_t, greedy = row_draw_params(
+        seed_ptr, offset_ptr, inv_t_ptr, inv_t, seed_scalar, offset_scalar, seed_stride,
+        offset_stride, row64, SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
+    p_on, target, min_p_on, min_w = row_filters(
+        p_ptr, min_p_ptr, p_bits, min_p_bits, tl.load(row_f_ptr + row64 * 2 + 1), row64, HAS_P,
+        P_ARRAY, HAS_MIN_P, MIN_P_ARRAY)
+    return (x_ptr + row64 * stride_x, seed, offset, inv_t, tl.load(row_f_ptr + row64 * 2),
+            tl.load(row_i_ptr + row64 * 4), tl.load(row_i_ptr + row64 * 4 + 1),
+            tl.load(row_i_ptr + row64 * 4 + 2), p_on, target, min_p_on, min_w)
+
+
+@triton.jit
 def reject_split_stats_kernel(
     x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
     V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
@@ -123,12 +139,8 @@ def reject_split_stats_kernel(
     ``_scratch``); S = cdiv(V, BLOCK x GROUP) <= NS_P2. Decided rows (greedy, no mass, or top-p
     and min-p off) get their token and rounds here.
     """
-    row = tl.program_id(0)
-    g = tl.program_id(1)
-    nseg = tl.num_programs(1)
-    seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr = _scratch(
-        ws_i_ptr, ws_f_ptr, tl.num_programs(0), NS_P2)
-    row64 = (row * 0).to(tl.int64) + row
+    row, row64, g, nseg, seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr = _scratch(
+        ws_i_ptr, ws_f_ptr, NS_P2)
     row_ptr = x_ptr + row64 * stride_x
     seed, offset, inv_t, greedy = row_draw_params(
         seed_ptr, offset_ptr, inv_t_ptr, inv_t, seed_scalar, offset_scalar, seed_stride,
@@ -194,24 +206,18 @@ def reject_split_check_kernel(
     """Phase r >= 1, grid (B, S): the undecided rows' check of the drawn entry (the mass before
     it, per group), then (last program of the row) accept it or draw the next one.
     ``phase``: this launch's row of the (R + 1, B) arrival counters. FINISH (the last check
-    launch): a row still rejecting goes on in its last program (``reject_topp.reject_rounds``)
-    instead of waiting for :func:`reject_split_finish_kernel`. Arguments as
-    :func:`reject_split_stats_kernel`'s."""
-    row = tl.program_id(0)
-    g = tl.program_id(1)
-    nseg = tl.num_programs(1)
-    seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr = _scratch(
-        ws_i_ptr, ws_f_ptr, tl.num_programs(0), NS_P2)
-    row64 = (row * 0).to(tl.int64) + row
+    launch): a row still rejecting goes on in its last program (``reject_topp.reject_rounds``).
+    Arguments as :func:`reject_split_stats_kernel`'s."""
+    row, row64, g, nseg, seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr = _scratch(
+        ws_i_ptr, ws_f_ptr, NS_P2)
     flags = tl.load(row_i_ptr + row64 * 4 + 3)
     if flags % 2 == 0:
-        row_ptr = x_ptr + row64 * stride_x
-        seed, offset, inv_t, greedy = row_draw_params(
-            seed_ptr, offset_ptr, inv_t_ptr, inv_t, seed_scalar, offset_scalar, seed_stride,
-            offset_stride, row64, SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
-        row_max = tl.load(row_f_ptr + row64 * 2)
-        idx_t = tl.load(row_i_ptr + row64 * 4)
-        key_t = tl.load(row_i_ptr + row64 * 4 + 1)
+        row_ptr, seed, offset, inv_t, row_max, idx_t, key_t, rounds, p_on, target, min_p_on, \
+            min_w = _undecided_row(x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
+                                   stride_x, inv_t, p_bits, min_p_bits, seed_scalar,
+                                   offset_scalar, seed_stride, offset_stride, row_f_ptr,
+                                   row_i_ptr, row64, HAS_P, P_ARRAY, HAS_MIN_P, MIN_P_ARRAY,
+                                   SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
         inf_mode = flags >= 2
         seg_b = seg_f_ptr + row64 * 3 * NS_P2 + NS_P2
         tl.store(seg_b + g, _group_before(row_ptr, V, g, row_max, inv_t, inf_mode, key_t, idx_t,
@@ -219,23 +225,14 @@ def reject_split_check_kernel(
         if arrive_last(arrivals_ptr + phase * tl.num_programs(0), row, nseg):
             ids = tl.arange(0, NS_P2)
             masses = tl.load(seg_b + ids, mask=ids < nseg, other=0.0)
-            total = tl.load(row_f_ptr + row64 * 2 + 1)
-            rounds = tl.load(row_i_ptr + row64 * 4 + 2)
-            p_on, target, min_p_on, min_w = row_filters(
-                p_ptr, min_p_ptr, p_bits, min_p_bits, total, row64, HAS_P, P_ARRAY, HAS_MIN_P,
-                MIN_P_ARRAY)
-            more = reject_check(tl.sum(masses, axis=0), key_t, row_max, inv_t, inf_mode, p_on,
-                                target, min_p_on, min_w)
-            if more:
-                u = _round_uniform(seed, offset, rounds)
-                idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t,
-                                     idx_t, True, BLOCK, GROUP, NS_P2)
-                rounds = rounds + 1
-                if FINISH:
-                    idx_t, rounds = reject_rounds(row_ptr, V, row_max, inv_t, inf_mode, key_t,
-                                                  idx_t, rounds, more, p_on, target, min_p_on,
-                                                  min_w, seed, offset, BLOCK, GROUP, NS_P2)
-                    more = rounds < 0  # decided
+            more, idx_t, key_t, rounds = check_and_draw(
+                row_ptr, V, masses, row_max, inv_t, inf_mode, key_t, idx_t, rounds, p_on, target,
+                min_p_on, min_w, seed, offset, BLOCK, GROUP, NS_P2)
+            if FINISH:  # a row still rejecting goes on here, in one program
+                idx_t, rounds = reject_rounds(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t,
+                                              rounds, more, p_on, target, min_p_on, min_w, seed,
+                                              offset, BLOCK, GROUP, NS_P2)
+                more = rounds < 0  # decided
             if more:
                 tl.store(row_i_ptr + row64 * 4, idx_t)
                 tl.store(row_i_ptr + row64 * 4 + 1, key_t)
@@ -244,38 +241,3 @@ def reject_split_check_kernel(
                 tl.store(row_i_ptr + row64 * 4 + 3, flags + 1)
                 tl.store(token_ptr + row64, idx_t.to(tl.int64))
                 tl.store(rounds_ptr + row64, rounds)
-
-
-@triton.jit
-def reject_split_finish_kernel(
-    x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
-    V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
-    offset_stride, ws_i_ptr, ws_f_ptr, token_ptr, rounds_ptr,
-    HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
-    MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
-    TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
-):
-    """Grid (B,), after the statistics when there are no check launches: rows still undecided
-    continue their rounds in one program (a drawn entry not yet checked). Arguments as
-    :func:`reject_split_stats_kernel`'s."""
-    row = tl.program_id(0)
-    seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr = _scratch(
-        ws_i_ptr, ws_f_ptr, tl.num_programs(0), NS_P2)
-    row64 = (row * 0).to(tl.int64) + row
-    flags = tl.load(row_i_ptr + row64 * 4 + 3)
-    if flags % 2 == 0:
-        row_ptr = x_ptr + row64 * stride_x
-        seed, offset, inv_t, greedy = row_draw_params(
-            seed_ptr, offset_ptr, inv_t_ptr, inv_t, seed_scalar, offset_scalar, seed_stride,
-            offset_stride, row64, SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
-        row_max = tl.load(row_f_ptr + row64 * 2)
-        total = tl.load(row_f_ptr + row64 * 2 + 1)
-        p_on, target, min_p_on, min_w = row_filters(
-            p_ptr, min_p_ptr, p_bits, min_p_bits, total, row64, HAS_P, P_ARRAY, HAS_MIN_P,
-            MIN_P_ARRAY)
-        token, rounds = reject_rounds(
-            row_ptr, V, row_max, inv_t, flags >= 2, tl.load(row_i_ptr + row64 * 4 + 1),
-            tl.load(row_i_ptr + row64 * 4), tl.load(row_i_ptr + row64 * 4 + 2), flags >= 0,
-            p_on, target, min_p_on, min_w, seed, offset, BLOCK, GROUP, NS_P2)
-        tl.store(token_ptr + row64, token.to(tl.int64))
-        tl.store(rounds_ptr + row64, rounds)

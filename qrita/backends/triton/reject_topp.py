@@ -24,8 +24,8 @@ from qrita.backends.triton.fused_sample import _row_param
 from qrita.backends.triton.fused_topp import _weight
 from qrita.backends.triton.primitives import KEY_NAN, key_to_value, order_key
 
-__all__ = ["reject_topp_sample_kernel", "row_draw_params", "row_filters", "reject_check",
-           "reject_rounds"]
+__all__ = ["reject_topp_sample_kernel", "online_mass", "row_draw_params", "row_filters", "reject_check",
+           "reject_rounds", "check_and_draw"]
 
 
 @triton.jit
@@ -39,6 +39,21 @@ def _round_uniform(seed, offset, r):
     j = r % 4
     word = tl.where(j == 0, w0, tl.where(j == 1, w1, tl.where(j == 2, w2, w3)))
     return (word.to(tl.uint32, bitcast=True) >> 8).to(tl.float32) * (1.0 / 16777216.0)
+
+
+@triton.jit
+def online_mass(x, lane_max, lane_mass, lane_inf, scale2):
+    """One tile into per-lane online (max, mass relative to it, +inf count): one exponential per
+    entry, exp(-|x - max| / t), which is the entry's weight or, when x grows the lane's max, the
+    old mass's rescaling (0 against a lane max of -inf; NaN only where x is not finite: unused).
+    ``scale2`` = log2(e) / t."""
+    finite = tl.abs(x) < float("inf")
+    xf = tl.where(finite, x, -float("inf"))
+    grow = xf > lane_max
+    d = tl.exp2(-tl.abs(xf - lane_max) * scale2)
+    lane_mass = tl.where(grow, lane_mass * tl.where(lane_max > -float("inf"), d, 0.0) + 1.0,
+                         lane_mass + tl.where(finite, d, 0.0))
+    return tl.maximum(lane_max, xf), lane_mass, lane_inf + (x == float("inf")).to(tl.float32)
 
 
 @triton.jit
@@ -66,16 +81,7 @@ def _row_stats(row_ptr, V, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr,
             x = x_next.to(tl.float32)
             offs = (g * GROUP + j + 1) * BLOCK + lanes
             x_next = tl.load(row_ptr + offs, mask=offs < V, other=-float("inf"))
-            finite = tl.abs(x) < float("inf")
-            xf = tl.where(finite, x, -float("inf"))
-            grow = xf > lane_max
-            # exp(-|x - max| / t): the entry's weight, or the old mass's rescaling when x grows
-            # the max (0 against a lane max of -inf; NaN only where x is not finite: unused)
-            d = tl.exp2(-tl.abs(xf - lane_max) * scale2)
-            lane_mass = tl.where(grow, lane_mass * tl.where(lane_max > -float("inf"), d, 0.0)
-                                 + 1.0, lane_mass + tl.where(finite, d, 0.0))
-            lane_max = tl.maximum(lane_max, xf)
-            lane_inf += (x == float("inf")).to(tl.float32)
+            lane_max, lane_mass, lane_inf = online_mass(x, lane_max, lane_mass, lane_inf, scale2)
         m = tl.max(lane_max, axis=0)
         m_ref = tl.where(m > -float("inf"), m, 0.0)
         here = groups == g
@@ -237,14 +243,26 @@ def reject_rounds(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t, rounds, mo
     while more:
         masses = _masses_before(row_ptr, V, row_max, inv_t, inf_mode, key_t, idx_t, BLOCK,
                                 GROUP, NS_P2)
-        more = reject_check(tl.sum(masses, axis=0), key_t, row_max, inv_t, inf_mode, p_on,
-                            target, min_p_on, min_w)
-        if more:
-            u = _round_uniform(seed, offset, rounds)
-            idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t,
-                                 idx_t, True, BLOCK, GROUP, NS_P2)
-            rounds = rounds + 1
+        more, idx_t, key_t, rounds = check_and_draw(
+            row_ptr, V, masses, row_max, inv_t, inf_mode, key_t, idx_t, rounds, p_on, target,
+            min_p_on, min_w, seed, offset, BLOCK, GROUP, NS_P2)
     return idx_t, rounds
+
+
+@triton.jit
+def check_and_draw(row_ptr, V, masses, row_max, inv_t, inf_mode, key_t, idx_t, rounds, p_on,
+                   target, min_p_on, min_w, seed, offset, BLOCK: tl.constexpr,
+                   GROUP: tl.constexpr, NS_P2: tl.constexpr):
+    """One round's decision from the group masses of the entries before the drawn one: if it is
+    rejected, the next entry is drawn among them. Returns (rejected, index, key, rounds)."""
+    more = reject_check(tl.sum(masses, axis=0), key_t, row_max, inv_t, inf_mode, p_on, target,
+                        min_p_on, min_w)
+    if more:
+        u = _round_uniform(seed, offset, rounds)
+        idx_t, key_t = _draw(row_ptr, V, row_max, inv_t, inf_mode, masses, u, key_t, idx_t,
+                             True, BLOCK, GROUP, NS_P2)
+        rounds = rounds + 1
+    return more, idx_t, key_t, rounds
 
 
 @triton.jit
