@@ -165,8 +165,9 @@ def sample(
         Keep entries whose probability is >= min_p times the row's largest (after top-p).
         ``min_p <= 0``, NaN or None: off; values above 1 act as 1.
     temperature : None, float >= 0, or floating array of shape (B,)
-        Logits are divided by it first (None means 1). 0 means greedy: the first entry of the
-        order. Per-row values that are not > 0 (0, negative, NaN) are greedy too.
+        Logits are divided by it first (None means 1), after clamping values > 0 into
+        [1e-30, 1e30]. 0 means greedy: the first entry of the order. Per-row values that are
+        not > 0 (0, negative, NaN) are greedy too.
     seed : None, int in [0, 2**64), or integer array of shape (B,)
         Philox key. None draws a fresh seed per row (not reproducible).
     offset : None, int in [0, 2**64), or integer array of shape (B,)
@@ -188,7 +189,10 @@ def sample(
         return_logprob (the message names the argument and the value).
     Notes
     -----
-    The contract, including exactly how the uniforms are made, is docs/sampling.md.
+    The contract, including exactly how the uniforms are made, is docs/sampling.md. Rows whose
+    top-k is off (float16 / bfloat16 / float32 logits) are drawn by rejection (no top-p
+    threshold search); the others by inverse CDF over the rank order ("Which draw"). Both
+    draw from exactly the same distribution, and ``return_logprob`` never changes the token.
     """
     c, t, m = _check_common(logits, k, p, temperature, min_p, "sample")
     info = c.info
