@@ -415,7 +415,7 @@ def test_min_p_edges():
 
 
 # ---------------------------------------------------------------------------------------------
-# the rejection draw of top-p (opt-in on the GPU: QRITA_TOPP_SAMPLER=reject)
+# the rejection draw of top-p (qrita.sample's draw for rows whose top-k is off)
 
 
 def test_round_uniforms_extend_the_uniform():
