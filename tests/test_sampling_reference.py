@@ -487,3 +487,24 @@ def test_rejection_draw_edge_rows():
     assert np.all(ref.sample_topp_rejection(rows, 0.0, seed=1) == [1, 0, 0, 1, 0, 0])
     assert np.all(ref.sample_topp_rejection(rows, 0.9, temperature=0.0) == [1, 0, 0, 1, 0, 0])
     assert ref.sample_topp_rejection(rows[0], 0.9, seed=4).shape == ()
+
+
+def test_temperatures_are_clamped_into_the_range_that_keeps_the_order():
+    """docs/sampling.md item 1: a temperature > 0 acts as if clamped into [1e-30, 1e30] (so x / t
+    of 16/32-bit logits never overflows into new ties); greedy values are untouched."""
+    t, _ = ref.row_sampling_params(np.array([1e-40, 1e40, np.inf, 0.5, 0.0, -1.0, np.nan]), None, 7)
+    np.testing.assert_array_equal(t[:5], [1e-30, 1e30, 1e30, 0.5, 0.0])
+    assert t[5] == -1.0 and np.isnan(t[6])
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((6, 40)) * 1e3).astype(np.float32)
+    seeds = np.arange(6, dtype=np.uint64)
+    for small, edge in ((1e-45, 1e-30), (np.inf, 1e30), (1e300, 1e30)):
+        for k in (None, 5):
+            got = ref.sample(x, k, 0.9, temperature=np.full(6, small), seed=seeds,
+                             return_logprob=True)
+            want = ref.sample(x, k, 0.9, temperature=np.full(6, edge), seed=seeds,
+                              return_logprob=True)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(ref.probs(x, None, 0.9, temperature=np.full(6, small)),
+                                      ref.probs(x, None, 0.9, temperature=np.full(6, edge)))
