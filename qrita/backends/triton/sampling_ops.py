@@ -752,7 +752,8 @@ def sample(
     temperature = _clamped(temperature)
     batch = x.shape[0]
     reject = _reject_rows(x, k)
-    if reject is False or _temperature(temperature, batch).all_greedy:
+    temp = _temperature(temperature, batch)
+    if reject is False or temp.all_greedy:
         u = philox_uniforms(seed, offset, batch, x.device)
         return sample_with_uniforms(x, u, k, p, min_p=min_p, temperature=temperature,
                                     return_logprob=return_logprob)
@@ -768,7 +769,7 @@ def sample(
     if not return_logprob:
         return token
     # the drawn token's log-probability under the distribution (float64, as the reference)
-    prep, _, probs64 = _probs_and_support(x, k, p, min_p, _temperature(temperature, batch))
+    prep, _, probs64 = _probs_and_support(x, k, p, min_p, temp)
     w_tok = probs64.gather(-1, token[:, None])[:, 0]
     lp = torch.where(prep.special_rows(), torch.zeros_like(w_tok), torch.log(w_tok))
     if logp is not None:
