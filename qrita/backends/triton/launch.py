@@ -568,9 +568,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     cap = cap or (64 if small else FUSED_TOPP_CAP)
     pivots = int(os.environ.get("QRITA_TOPP_PIVOTS", "4"))
     block = 128 if small else int(os.environ.get("QRITA_TOPP_BLOCK", "1024"))
+    t = 1.0 if temperature is None else float(temperature)
     dev = x.device
-    t_array = isinstance(temperature, torch.Tensor)
-    t = 1.0 if temperature is None or t_array else float(temperature)
     token = torch.empty(batch, dtype=torch.int64, device=dev)
     logp = torch.empty(batch, dtype=torch.float32, device=dev)
     if rounds is None:
