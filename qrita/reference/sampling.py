@@ -323,28 +323,32 @@ def sample(
     """
     batch = 1 if logits.ndim == 1 else logits.shape[0]
     vocab = logits.shape[-1]
+    x2 = logits.reshape(batch, vocab)
     s = np.broadcast_to(_as_u64(seed).reshape(-1), (batch,))
     o = np.broadcast_to(_as_u64(offset).reshape(-1), (batch,))
-    tokens, logp = sample_with_uniforms(logits, uniforms(s, o), k, p, min_p=min_p,
-                                        temperature=temperature, return_logprob=True)
-    tokens = np.asarray(tokens).reshape(batch).copy()
-    logp = np.asarray(logp).reshape(batch).copy()
+    tokens = np.zeros(batch, dtype=np.int64)
+    logp = np.zeros(batch, dtype=np.float64)
     reject = top_k_off(k, batch, vocab) & (logits.dtype != np.float64)
-    if reject.any():
-        x2 = logits.reshape(batch, vocab)
-        rows = np.flatnonzero(reject)
+    for sel, by_rejection in ((np.flatnonzero(~reject), False), (np.flatnonzero(reject), True)):
+        if sel.size == 0:
+            continue
 
-        def pick(v):
+        def pick(v, sel=sel):  # a parameter's values on the selected rows
             if v is None or np.ndim(v) == 0 or np.size(v) == 1:
                 return v
-            return np.broadcast_to(np.asarray(v).reshape(-1), (batch,))[rows]
+            return np.broadcast_to(np.asarray(v).reshape(-1), (batch,))[sel]
 
-        tokens[rows] = sample_topp_rejection(x2[rows], pick(p), temperature=pick(temperature),
-                                             min_p=pick(min_p), seed=s[rows], offset=o[rows])
-        _, dists = _distributions(x2[rows], None, pick(p), pick(min_p), pick(temperature))
-        for j, (idx, pr) in enumerate(dists):
-            hit = np.flatnonzero(idx == tokens[rows[j]])
-            logp[rows[j]] = np.log(pr[hit[0]]) if hit.size else -np.inf
+        if not by_rejection:
+            tokens[sel], logp[sel] = sample_with_uniforms(
+                x2[sel], uniforms(s[sel], o[sel]), pick(k), pick(p), min_p=pick(min_p),
+                temperature=pick(temperature), return_logprob=True)
+            continue
+        tokens[sel] = sample_topp_rejection(x2[sel], pick(p), temperature=pick(temperature),
+                                            min_p=pick(min_p), seed=s[sel], offset=o[sel])
+        _, dists = _distributions(x2[sel], None, pick(p), pick(min_p), pick(temperature))
+        for row, (idx, pr) in zip(sel, dists, strict=True):
+            hit = np.flatnonzero(idx == tokens[row])
+            logp[row] = np.log(pr[hit[0]]) if hit.size else -np.inf
     logp = logp.astype(_float_out(logits))
     if logits.ndim == 1:
         tokens, logp = tokens.reshape(()), logp.reshape(())
