@@ -198,7 +198,8 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "x_ptr": f"*{ty}", "p_ptr": "*fp32", "min_p_ptr": "*fp32", "seed_ptr": "*i64",
             "offset_ptr": "*i64", "inv_t_ptr": "*fp32", "V": "i32", "stride_x": "i64",
             "inv_t": "fp32", "p_bits": "i64", "min_p_bits": "i64", "seed_scalar": "i64",
-            "offset_scalar": "i64", "seed_stride": "i32", "offset_stride": "i32"}
+            "offset_scalar": "i64", "seed_stride": "i32", "offset_stride": "i32",
+            "groups_per_program": "i32"}
         split_flags = dict(HAS_P=True, P_ARRAY=True, HAS_MIN_P=True, MIN_P_ARRAY=False,
                            SEED_MODE=1, OFFSET_ARRAY=True, TEMP_ARRAY=True, BLOCK=1024, GROUP=2,
                            NS_P2=64)

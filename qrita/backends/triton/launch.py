@@ -625,7 +625,8 @@ def _reject_split(batch: int, vocab: int, split: bool | None) -> bool:
 def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min_p=None, *,
                               rounds: torch.Tensor | None = None, block: int | None = None,
                               group: int | None = None, split: bool | None = None,
-                              checks: int | None = None) -> torch.Tensor:
+                              checks: int | None = None,
+                              groups_per_program: int | None = None) -> torch.Tensor:
     """One token per row with top-k off: top-p then min-p (either or both may be off), by the
     rejection draw: ``reject_topp.reject_topp_sample_kernel``, one program per row, or for small
     batches ``reject_split``'s kernels, each row over S programs.
@@ -641,7 +642,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 2: a group per program; 2 under the interpreter);
     split : force the split path on / off (default :func:`_reject_split`); checks : the split
     path's check launches, >= 1 (``QRITA_REJECT_CHECKS`` or 2; the last one finishes the rows
-    still rejecting, in one program each). Warps:
+    still rejecting, in one program each); groups_per_program : the split path's groups per
+    program (default :func:`_groups_per_program`; the token does not depend on it). Warps:
     ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 4).
 
     Returns tokens (B,) int64.
@@ -689,12 +691,27 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     ws_i = torch.zeros(batch * (5 * ns + 6 + checks + 1), dtype=torch.int32, device=dev)
     ws_f = ws_i.view(torch.float32)
     warps = _reject_knob("QRITA_REJECT_SPLIT_WARPS", 4)
-    launch(reject_split_stats_kernel, (batch, nseg), *head, ws_i, ws_f, token, rounds, **flags,
-           num_warps=warps)
+    per_program = _groups_per_program(batch, nseg, groups_per_program)
+    grid = (batch, -(-nseg // per_program))
+    launch(reject_split_stats_kernel, grid, *head, per_program, ws_i, ws_f, token, rounds,
+           **flags, num_warps=warps)
     for phase in range(1, checks + 1):
-        launch(reject_split_check_kernel, (batch, nseg), *head, phase, ws_i, ws_f, token, rounds,
-               **flags, FINISH=phase == checks, num_warps=warps)
+        launch(reject_split_check_kernel, grid, *head, per_program, phase, ws_i, ws_f, token,
+               rounds, **flags, FINISH=phase == checks, num_warps=warps)
     return token
+
+
+def _groups_per_program(batch: int, groups: int, given: int | None) -> int:
+    """Groups of the split rejection draw per program: ``given``, or ``QRITA_REJECT_SPLIT_GPP``
+    when set (> 0), else as few as keep B x programs-per-row near ``QRITA_REJECT_SPLIT_PROGRAMS``
+    (default 4096) programs per launch. Only the speed depends on it (the kernels do not
+    specialize on it: a group's sums are the same machine code's whichever program takes it)."""
+    if given is None:
+        given = _reject_knob("QRITA_REJECT_SPLIT_GPP", 0)
+    if given <= 0:
+        programs = max(1, min(groups, _reject_knob("QRITA_REJECT_SPLIT_PROGRAMS", 4096) // batch))
+        given = -(-groups // programs)
+    return max(1, min(given, groups))
 
 
 def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,

@@ -2,10 +2,14 @@
 programs (docs/sampling.md, "The rejection draw"). Imports triton only.
 
 One program per row (:mod:`qrita.backends.triton.reject_topp`) reads a 131072-entry row in about
-45 µs on an H200: a single SM, bound by memory latency. Here the row's groups of tiles (the unit
-of the per-row masses) go to separate programs, grid (B, S), and the row's last arriving program
-(an integer arrival counter per row and phase, as in :mod:`qrita.backends.triton.one_launch`)
-does the per-row step. No floating-point atomics and no spin-waits.
+45 µs on an H200: a single SM, bound by memory latency. Here the row's S groups of tiles (the
+unit of the per-row masses) go to P programs, grid (B, P), each taking ``groups_per_program``
+consecutive groups (1 for small batches; more as B grows, so the grid stays a few waves), and
+the row's last arriving program (an integer arrival counter per row and phase, as in
+:mod:`qrita.backends.triton.one_launch`) does the per-row step. No floating-point atomics and no
+spin-waits. A group's sums are computed by the same machine code whichever program takes it
+(``groups_per_program`` is not specialized on), so the tokens do not depend on P, nor on the
+batch.
 
 - ``reject_split_stats_kernel`` (phase 0): every program the max / mass / +inf count and the
   first entry of the order of its group; the last one merges them (the row's max and group
@@ -16,8 +20,7 @@ does the per-row step. No floating-point atomics and no spin-waits.
 - The last check launch (FINISH) lets a row still rejecting go on in its last program
   (``reject_topp.reject_rounds``): every row is decided after R >= 1 check launches.
 
-The groups and their sums are those of the one-program kernel with the same BLOCK and GROUP, so
-the masses are bit for bit the same; the token is the reference's off the margins.
+The token is the reference's off the margins.
 
 Scratch (one zero-initialised int32 buffer, also passed as float32, carved by ``_scratch``; the
 arrival counters (R + 1, B) int32 at its end must be zero, the rest is written before it is read):
@@ -47,10 +50,10 @@ __all__ = ["reject_split_stats_kernel", "reject_split_check_kernel"]
 
 @triton.jit
 def _scratch(ws_i_ptr, ws_f_ptr, NS_P2: tl.constexpr):
-    """This program's row (int32 and int64) and group, the row's group count, and the parts of
-    the one scratch buffer (int32 ``ws_i_ptr``, the same memory as float32 ``ws_f_ptr``): seg_f
-    (B, 3, NS_P2), seg_i (B, 2, NS_P2), row_f (B, 2), row_i (B, 4), then the arrival counters,
-    (R + 1, B)."""
+    """This program's row (int32 and int64), its index among the row's programs, the row's
+    program count, and the parts of the one scratch buffer (int32 ``ws_i_ptr``, the same memory
+    as float32 ``ws_f_ptr``): seg_f (B, 3, NS_P2), seg_i (B, 2, NS_P2), row_f (B, 2), row_i
+    (B, 4), then the arrival counters, (R + 1, B)."""
     row = tl.program_id(0)
     B = tl.num_programs(0)
     seg_f = ws_f_ptr
@@ -123,39 +126,44 @@ def _undecided_row(x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr, str
             tl.load(row_i_ptr + row64 * 4 + 2), p_on, target, min_p_on, min_w)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["groups_per_program"])
 def reject_split_stats_kernel(
     x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
     V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
-    offset_stride, ws_i_ptr, ws_f_ptr, token_ptr, rounds_ptr,
+    offset_stride, groups_per_program, ws_i_ptr, ws_f_ptr, token_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
     TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
 ):
-    """Phase 0, grid (B, S): group statistics, then (last program of the row) round 0's draw.
+    """Phase 0, grid (B, P): group statistics, then (last program of the row) round 0's draw.
 
-    Arguments as ``reject_topp.reject_topp_sample_kernel``'s, plus the scratch of the module
-    docstring (``ws_i_ptr`` / ``ws_f_ptr``: one zeroed buffer as int32 / float32, carved by
-    ``_scratch``); S = cdiv(V, BLOCK x GROUP) <= NS_P2. Decided rows (greedy, no mass, or top-p
-    and min-p off) get their token and rounds here.
+    Arguments as ``reject_topp.reject_topp_sample_kernel``'s, plus ``groups_per_program`` (each
+    of the row's P programs takes that many consecutive groups; P x groups_per_program >= S =
+    cdiv(V, BLOCK x GROUP), S <= NS_P2) and the scratch of the module docstring (``ws_i_ptr`` /
+    ``ws_f_ptr``: one zeroed buffer as int32 / float32, carved by ``_scratch``). Decided rows
+    (greedy, no mass, or top-p and min-p off) get their token and rounds here.
     """
-    row, row64, g, nseg, seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr = _scratch(
-        ws_i_ptr, ws_f_ptr, NS_P2)
+    row, row64, program, n_programs, seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, \
+        arrivals_ptr = _scratch(ws_i_ptr, ws_f_ptr, NS_P2)
     row_ptr = x_ptr + row64 * stride_x
     seed, offset, inv_t, greedy = row_draw_params(
         seed_ptr, offset_ptr, inv_t_ptr, inv_t, seed_scalar, offset_scalar, seed_stride,
         offset_stride, row64, SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
-    m, mass, n_inf, top, first = _group_stats(row_ptr, V, g, inv_t, BLOCK, GROUP)
     seg_f = seg_f_ptr + row64 * 3 * NS_P2
     seg_i = seg_i_ptr + row64 * 2 * NS_P2
-    tl.store(seg_f + g, m)
-    tl.store(seg_f + NS_P2 + g, mass)
-    tl.store(seg_f + 2 * NS_P2 + g, n_inf)
-    tl.store(seg_i + g, top)
-    tl.store(seg_i + NS_P2 + g, first)
-    if arrive_last(arrivals_ptr, row, nseg):
+    n_groups = tl.cdiv(V, BLOCK * GROUP)
+    for j in range(0, groups_per_program):
+        g = program * groups_per_program + j
+        if g < n_groups:
+            m, mass, n_inf, top, first = _group_stats(row_ptr, V, g, inv_t, BLOCK, GROUP)
+            tl.store(seg_f + g, m)
+            tl.store(seg_f + NS_P2 + g, mass)
+            tl.store(seg_f + 2 * NS_P2 + g, n_inf)
+            tl.store(seg_i + g, top)
+            tl.store(seg_i + NS_P2 + g, first)
+    if arrive_last(arrivals_ptr, row, n_programs):
         ids = tl.arange(0, NS_P2)
-        here = ids < nseg
+        here = ids < n_groups
         group_max = tl.load(seg_f + ids, mask=here, other=-float("inf"))
         group_mass = tl.load(seg_f + NS_P2 + ids, mask=here, other=0.0)
         group_inf = tl.load(seg_f + 2 * NS_P2 + ids, mask=here, other=0.0)
@@ -193,23 +201,23 @@ def reject_split_stats_kernel(
             tl.store(rounds_ptr + row64, rounds)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["groups_per_program"])
 def reject_split_check_kernel(
     x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
     V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,
-    offset_stride, phase, ws_i_ptr, ws_f_ptr, token_ptr, rounds_ptr,
+    offset_stride, groups_per_program, phase, ws_i_ptr, ws_f_ptr, token_ptr, rounds_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
     TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
     FINISH: tl.constexpr,
 ):
-    """Phase r >= 1, grid (B, S): the undecided rows' check of the drawn entry (the mass before
+    """Phase r >= 1, grid (B, P): the undecided rows' check of the drawn entry (the mass before
     it, per group), then (last program of the row) accept it or draw the next one.
     ``phase``: this launch's row of the (R + 1, B) arrival counters. FINISH (the last check
     launch): a row still rejecting goes on in its last program (``reject_topp.reject_rounds``).
     Arguments as :func:`reject_split_stats_kernel`'s."""
-    row, row64, g, nseg, seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, arrivals_ptr = _scratch(
-        ws_i_ptr, ws_f_ptr, NS_P2)
+    row, row64, program, n_programs, seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, \
+        arrivals_ptr = _scratch(ws_i_ptr, ws_f_ptr, NS_P2)
     flags = tl.load(row_i_ptr + row64 * 4 + 3)
     if flags % 2 == 0:
         row_ptr, seed, offset, inv_t, row_max, idx_t, key_t, rounds, p_on, target, min_p_on, \
@@ -220,11 +228,15 @@ def reject_split_check_kernel(
                                    SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
         inf_mode = flags >= 2
         seg_b = seg_f_ptr + row64 * 3 * NS_P2 + NS_P2
-        tl.store(seg_b + g, _group_before(row_ptr, V, g, row_max, inv_t, inf_mode, key_t, idx_t,
-                                          BLOCK, GROUP))
-        if arrive_last(arrivals_ptr + phase * tl.num_programs(0), row, nseg):
+        n_groups = tl.cdiv(V, BLOCK * GROUP)
+        for j in range(0, groups_per_program):
+            g = program * groups_per_program + j
+            if g < n_groups:
+                tl.store(seg_b + g, _group_before(row_ptr, V, g, row_max, inv_t, inf_mode, key_t,
+                                                  idx_t, BLOCK, GROUP))
+        if arrive_last(arrivals_ptr + phase * tl.num_programs(0), row, n_programs):
             ids = tl.arange(0, NS_P2)
-            masses = tl.load(seg_b + ids, mask=ids < nseg, other=0.0)
+            masses = tl.load(seg_b + ids, mask=ids < n_groups, other=0.0)
             more, idx_t, key_t, rounds = check_and_draw(
                 row_ptr, V, masses, row_max, inv_t, inf_mode, key_t, idx_t, rounds, p_on, target,
                 min_p_on, min_w, seed, offset, BLOCK, GROUP, NS_P2)
