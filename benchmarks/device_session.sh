@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -710,4 +710,18 @@ if [[ $stage == s16b ]]; then  # the split with several groups per program (grid
   timeout "${BENCH_S:-70}" python3 benchmarks/bench.py --out "$OUT/small" --ops sample \
     --vocab 131072 --dtypes float32 --batch 1,32 --workloads zipf --scenarios topp0.9 --graphs \
     --warmup 5 --rep 20 --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^sample" | cut -c1-150
+fi
+if [[ $stage == s16c ]]; then  # the split's groups per program loaded one tile ahead: its GPU test, then tiles / warps / programs per launch at B = 1 ... 1024 against one program per row (decides whether the split serves every B)
+  gpu_tests s16c "${TESTS_S:-120}" tests/test_triton_reject_topp.py::test_gpu_reject_topp_real_vocab
+  for env in "QRITA_REJECT_SPLIT_B=0" "QRITA_REJECT_SPLIT_B=4096" \
+      "QRITA_REJECT_SPLIT_B=4096 QRITA_REJECT_SPLIT_WARPS=8" \
+      "QRITA_REJECT_SPLIT_B=4096 QRITA_REJECT_SPLIT_WARPS=8 QRITA_REJECT_SPLIT_PROGRAMS=2048" \
+      "QRITA_REJECT_SPLIT_B=4096 QRITA_REJECT_SPLIT_WARPS=8 QRITA_REJECT_SPLIT_BLOCK=2048 QRITA_REJECT_SPLIT_GROUP=1" \
+      "QRITA_REJECT_SPLIT_B=4096 QRITA_REJECT_SPLIT_WARPS=8 QRITA_REJECT_SPLIT_BLOCK=2048 QRITA_REJECT_SPLIT_GROUP=1 QRITA_REJECT_SPLIT_PROGRAMS=1024"; do
+    name=$(echo "$env" | sed 's/QRITA_REJECT_SPLIT_//g' | tr '= ' '_-')
+    env $env timeout "${BENCH_S:-70}" python3 benchmarks/bench.py --out "$OUT/c_$name" --ops sample \
+      --vocab 131072 --dtypes float32 --batch ${SIZES:-1,32,256,1024} --workloads zipf \
+      --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
+      --peers '' 2>&1 | grep -E "^sample" | sed "s/^/$name /" | cut -c1-140
+  done
 fi

@@ -66,9 +66,17 @@ def _scratch(ws_i_ptr, ws_f_ptr, NS_P2: tl.constexpr):
 
 
 @triton.jit
-def _group_stats(row_ptr, V, g, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+def _prefetch(row_ptr, offs, end):
+    """The tile at ``offs`` (-inf at and past ``end``, the program's last entry + 1 or V)."""
+    return tl.load(row_ptr + offs, mask=offs < end, other=-float("inf"))
+
+
+@triton.jit
+def _group_stats(row_ptr, V, g, end, x_next, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr):
     """Group g's max, mass relative to it (per lane an online max and mass, as
-    ``reject_topp._row_stats``), +inf count, and first entry of the order (key, index)."""
+    ``reject_topp._row_stats``), +inf count, and first entry of the order (key, index).
+    ``x_next``: the group's first tile, already loaded; each tile's successor is loaded before
+    the tile is used (up to ``end``). Returns them and the tile after the group."""
     lanes = tl.arange(0, BLOCK)
     scale2 = inv_t * 1.4426950408889634
     lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
@@ -79,7 +87,8 @@ def _group_stats(row_ptr, V, g, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr)
     for j in range(0, GROUP):
         offs = (g * GROUP + j) * BLOCK + lanes
         valid = offs < V
-        x = tl.load(row_ptr + offs, mask=valid, other=-float("inf")).to(tl.float32)
+        x = x_next.to(tl.float32)  # -inf past V
+        x_next = _prefetch(row_ptr, offs + BLOCK, end)
         lane_max, lane_mass, lane_inf = online_mass(x, lane_max, lane_mass, lane_inf, scale2)
         key = order_key(x)
         better = valid & ((key > best_key) | (best_idx == V))  # offsets grow: first copy stays
@@ -90,21 +99,32 @@ def _group_stats(row_ptr, V, g, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr)
     mass = tl.sum(lane_mass * tl.exp2((lane_max - m_ref) * scale2), axis=0)
     top = tl.max(best_key, axis=0)
     first = tl.min(tl.where(best_key == top, best_idx, V), axis=0)
-    return m, mass, tl.sum(lane_inf, axis=0), top, first
+    return m, mass, tl.sum(lane_inf, axis=0), top, first, x_next
 
 
 @triton.jit
-def _group_before(row_ptr, V, g, row_max, inv_t, inf_mode, key_t, idx_t, BLOCK: tl.constexpr,
-                  GROUP: tl.constexpr):
+def _group_before(row_ptr, g, end, x_next, row_max, inv_t, inf_mode, key_t, idx_t,
+                  BLOCK: tl.constexpr, GROUP: tl.constexpr):
     """Group g's mass of the entries before (key_t, idx_t) in the rank order (per-lane sums, one
-    reduction: ``reject_topp._masses_before``'s value for the group)."""
+    reduction: ``reject_topp._masses_before``'s value for the group); ``x_next`` and the
+    returned next tile as in :func:`_group_stats`."""
     lanes = tl.arange(0, BLOCK)
     lane_mass = tl.zeros([BLOCK], tl.float32)
     for j in range(0, GROUP):
         offs = (g * GROUP + j) * BLOCK + lanes
-        x = tl.load(row_ptr + offs, mask=offs < V, other=-float("inf")).to(tl.float32)
+        x = x_next.to(tl.float32)
+        x_next = _prefetch(row_ptr, offs + BLOCK, end)
         lane_mass += _live_weights(x, offs, row_max, inv_t, inf_mode, key_t, idx_t, True)
-    return tl.sum(lane_mass, axis=0)
+    return tl.sum(lane_mass, axis=0), x_next
+
+
+@triton.jit
+def _program_groups(program, groups_per_program, V, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """This program's first group, its group count and its end (the entry after its last
+    group's, at most V)."""
+    first = program * groups_per_program
+    count = tl.minimum(groups_per_program, tl.cdiv(V, BLOCK * GROUP) - first)
+    return first, count, tl.minimum((first + count) * (GROUP * BLOCK), V)
 
 
 @triton.jit
@@ -152,15 +172,17 @@ def reject_split_stats_kernel(
     seg_f = seg_f_ptr + row64 * 3 * NS_P2
     seg_i = seg_i_ptr + row64 * 2 * NS_P2
     n_groups = tl.cdiv(V, BLOCK * GROUP)
-    for j in range(0, groups_per_program):
-        g = program * groups_per_program + j
-        if g < n_groups:
-            m, mass, n_inf, top, first = _group_stats(row_ptr, V, g, inv_t, BLOCK, GROUP)
-            tl.store(seg_f + g, m)
-            tl.store(seg_f + NS_P2 + g, mass)
-            tl.store(seg_f + 2 * NS_P2 + g, n_inf)
-            tl.store(seg_i + g, top)
-            tl.store(seg_i + NS_P2 + g, first)
+    first_g, count, end = _program_groups(program, groups_per_program, V, BLOCK, GROUP)
+    x_next = _prefetch(row_ptr, first_g * (GROUP * BLOCK) + tl.arange(0, BLOCK), end)
+    for j in range(0, count):
+        g = first_g + j
+        m, mass, n_inf, top, first, x_next = _group_stats(row_ptr, V, g, end, x_next, inv_t,
+                                                          BLOCK, GROUP)
+        tl.store(seg_f + g, m)
+        tl.store(seg_f + NS_P2 + g, mass)
+        tl.store(seg_f + 2 * NS_P2 + g, n_inf)
+        tl.store(seg_i + g, top)
+        tl.store(seg_i + NS_P2 + g, first)
     if arrive_last(arrivals_ptr, row, n_programs):
         ids = tl.arange(0, NS_P2)
         here = ids < n_groups
@@ -229,11 +251,12 @@ def reject_split_check_kernel(
         inf_mode = flags >= 2
         seg_b = seg_f_ptr + row64 * 3 * NS_P2 + NS_P2
         n_groups = tl.cdiv(V, BLOCK * GROUP)
-        for j in range(0, groups_per_program):
-            g = program * groups_per_program + j
-            if g < n_groups:
-                tl.store(seg_b + g, _group_before(row_ptr, V, g, row_max, inv_t, inf_mode, key_t,
-                                                  idx_t, BLOCK, GROUP))
+        first_g, count, end = _program_groups(program, groups_per_program, V, BLOCK, GROUP)
+        x_next = _prefetch(row_ptr, first_g * (GROUP * BLOCK) + tl.arange(0, BLOCK), end)
+        for j in range(0, count):
+            before, x_next = _group_before(row_ptr, first_g + j, end, x_next, row_max, inv_t,
+                                           inf_mode, key_t, idx_t, BLOCK, GROUP)
+            tl.store(seg_b + first_g + j, before)
         if arrive_last(arrivals_ptr + phase * tl.num_programs(0), row, n_programs):
             ids = tl.arange(0, NS_P2)
             masses = tl.load(seg_b + ids, mask=ids < n_groups, other=0.0)
