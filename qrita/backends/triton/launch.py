@@ -613,13 +613,14 @@ def _reject_knob(name: str, default: int) -> int:
     return int(os.environ.get(name, str(default)))
 
 
-def _reject_split(batch: int, vocab: int, split: bool | None) -> bool:
-    """Whether the rejection draw splits rows over programs: ``split`` when given, else for
-    B <= ``QRITA_REJECT_SPLIT_B`` (default 32; one program per row is latency-bound there) and
-    V >= 4 x the split tile."""
+def _reject_split(split: bool | None) -> bool:
+    """Whether the rejection draw splits rows over programs: ``split`` when given, else yes
+    unless ``QRITA_REJECT_SPLIT=0`` (a measuring knob: one program per row, whose group sums
+    differ from the split's, so tokens near a margin may differ). The split serves every batch
+    size so that a row's token never depends on the batch (BENCHMARKS.md, sixteenth session)."""
     if split is not None:
         return split
-    return batch <= _reject_knob("QRITA_REJECT_SPLIT_B", 32) and vocab >= 8192
+    return _reject_knob("QRITA_REJECT_SPLIT", 1) != 0
 
 
 def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min_p=None, *,
@@ -628,8 +629,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
                               checks: int | None = None,
                               groups_per_program: int | None = None) -> torch.Tensor:
     """One token per row with top-k off: top-p then min-p (either or both may be off), by the
-    rejection draw: ``reject_topp.reject_topp_sample_kernel``, one program per row, or for small
-    batches ``reject_split``'s kernels, each row over S programs.
+    rejection draw: ``reject_split``'s kernels, each row's groups of tiles over programs (or,
+    forced, ``reject_topp.reject_topp_sample_kernel``, one program per row).
 
     x : (B, V) float32 / bfloat16 / float16, unit stride along V; temperature : None, a Python
     number in [1e-30, 1e30], or a (B,) floating tensor whose values are in [1e-30, 1e30] or not
@@ -637,14 +638,14 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     number or a (B,) floating tensor; seed / offset : as
     :func:`qrita.backends.triton.philox.uniforms` takes them (the round uniforms are drawn in the
     kernel); rounds : optional (B,) int32 receiving the draws per row; block : entries per tile
-    (default ``QRITA_REJECT_BLOCK`` or 2048, split: ``QRITA_REJECT_SPLIT_BLOCK`` or 1024; 128 /
+    (default ``QRITA_REJECT_BLOCK`` or 2048, split: ``QRITA_REJECT_SPLIT_BLOCK`` or 2048; 128 /
     32 under the interpreter); group : tiles per group, a power of two (``QRITA_REJECT_GROUP`` or
-    8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 2: a group per program; 2 under the interpreter);
+    8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 1; 2 under the interpreter);
     split : force the split path on / off (default :func:`_reject_split`); checks : the split
     path's check launches, >= 1 (``QRITA_REJECT_CHECKS`` or 2; the last one finishes the rows
     still rejecting, in one program each); groups_per_program : the split path's groups per
     program (default :func:`_groups_per_program`; the token does not depend on it). Warps:
-    ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 4).
+    ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 8).
 
     Returns tokens (B,) int64.
     """
@@ -652,10 +653,10 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
 
     batch, vocab = x.shape
     small = interpreting()
-    split = _reject_split(batch, vocab, split)
+    split = _reject_split(split)
     if split:
-        block = block or (32 if small else _reject_knob("QRITA_REJECT_SPLIT_BLOCK", 1024))
-        group = group or (2 if small else _reject_knob("QRITA_REJECT_SPLIT_GROUP", 2))
+        block = block or (32 if small else _reject_knob("QRITA_REJECT_SPLIT_BLOCK", 2048))
+        group = group or (2 if small else _reject_knob("QRITA_REJECT_SPLIT_GROUP", 1))
     else:
         block = block or (128 if small else _reject_knob("QRITA_REJECT_BLOCK", 2048))
         group = group or (2 if small else _reject_knob("QRITA_REJECT_GROUP", 8))
@@ -690,7 +691,7 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     ns = next_pow2(nseg)
     ws_i = torch.zeros(batch * (5 * ns + 6 + checks + 1), dtype=torch.int32, device=dev)
     ws_f = ws_i.view(torch.float32)
-    warps = _reject_knob("QRITA_REJECT_SPLIT_WARPS", 4)
+    warps = _reject_knob("QRITA_REJECT_SPLIT_WARPS", 8)
     per_program = _groups_per_program(batch, nseg, groups_per_program)
     grid = (batch, -(-nseg // per_program))
     launch(reject_split_stats_kernel, grid, *head, per_program, ws_i, ws_f, token, rounds,
