@@ -11,9 +11,10 @@ spin-waits. A group's sums are computed by the same machine code whichever progr
 (``groups_per_program`` is not specialized on), so the tokens do not depend on P, nor on the
 batch.
 
-- ``reject_split_stats_kernel`` (phase 0): every program the max / mass / +inf count and the
-  first entry of the order of its group; the last one merges them (the row's max and group
-  masses, as ``reject_topp._row_stats`` computes them) and draws round 0.
+- ``reject_split_stats_kernel`` (phase 0): every program the max / mass / +inf count of its
+  groups (or, for a greedy row, their first entries of the order); the last one merges them
+  (the row's max and group masses, as ``reject_topp._row_stats`` computes them) and draws round
+  0 (a row without mass: its last program reads the row for the first entry of the order).
 - ``reject_split_check_kernel`` (phases 1..R): every program the mass of its group's entries
   before the drawn entry in the rank order; the last one checks the entry and, if rejected, draws
   the next one from those masses. Rows already decided return at once.
@@ -36,6 +37,7 @@ from qrita.backends.triton.one_launch import arrive_last
 from qrita.backends.triton.primitives import KEY_NAN, order_key
 from qrita.backends.triton.reject_topp import (
     _draw,
+    _first_of_order,
     _live_weights,
     _round_uniform,
     check_and_draw,
@@ -72,34 +74,57 @@ def _prefetch(row_ptr, offs, end):
 
 
 @triton.jit
-def _group_stats(row_ptr, V, g, end, x_next, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr):
-    """Group g's max, mass relative to it (per lane an online max and mass, as
-    ``reject_topp._row_stats``), +inf count, and first entry of the order (key, index).
-    ``x_next``: the group's first tile, already loaded; each tile's successor is loaded before
-    the tile is used (up to ``end``). Returns them and the tile after the group."""
+def _group_mass(row_ptr, g, end, x_next, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """Group g's max and mass relative to it (per lane an online max and mass, as
+    ``reject_topp._row_stats``). ``x_next``: the group's first tile, already loaded (-inf past
+    V); each tile's successor is loaded before the tile is used (up to ``end``). Returns them
+    and the tile after the group."""
     lanes = tl.arange(0, BLOCK)
     scale2 = inv_t * 1.4426950408889634
     lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
     lane_mass = tl.zeros([BLOCK], tl.float32)
-    lane_inf = tl.zeros([BLOCK], tl.float32)
+    lane_inf = tl.zeros([BLOCK], tl.float32)  # unused here: _group_inf counts +inf groups
+    for j in range(0, GROUP):
+        offs = (g * GROUP + j) * BLOCK + lanes
+        x = x_next.to(tl.float32)
+        x_next = _prefetch(row_ptr, offs + BLOCK, end)
+        lane_max, lane_mass, lane_inf = online_mass(x, lane_max, lane_mass, lane_inf, scale2)
+    m = tl.max(lane_max, axis=0)
+    m_ref = tl.where(m > -float("inf"), m, 0.0)
+    mass = tl.sum(lane_mass * tl.exp2((lane_max - m_ref) * scale2), axis=0)
+    return m, mass, x_next
+
+
+@triton.jit
+def _group_inf(row_ptr, V, g, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """Group g's count of +inf entries (one more read of the group: only where its max is
+    +inf)."""
+    lanes = tl.arange(0, BLOCK)
+    count = tl.zeros([BLOCK], tl.float32)
+    for j in range(0, GROUP):
+        offs = (g * GROUP + j) * BLOCK + lanes
+        x = tl.load(row_ptr + offs, mask=offs < V, other=0.0).to(tl.float32)
+        count += (x == float("inf")).to(tl.float32)
+    return tl.sum(count, axis=0)
+
+
+@triton.jit
+def _group_first(row_ptr, V, g, end, x_next, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """Group g's first entry of the order (its largest key, lowest index: a greedy row's
+    candidate); ``x_next`` and the returned next tile as in :func:`_group_mass`."""
+    lanes = tl.arange(0, BLOCK)
     best_key = tl.full([BLOCK], KEY_NAN, tl.int32)
     best_idx = tl.full([BLOCK], 0, tl.int32) + V
     for j in range(0, GROUP):
         offs = (g * GROUP + j) * BLOCK + lanes
         valid = offs < V
-        x = x_next.to(tl.float32)  # -inf past V
+        key = order_key(x_next.to(tl.float32))
         x_next = _prefetch(row_ptr, offs + BLOCK, end)
-        lane_max, lane_mass, lane_inf = online_mass(x, lane_max, lane_mass, lane_inf, scale2)
-        key = order_key(x)
         better = valid & ((key > best_key) | (best_idx == V))  # offsets grow: first copy stays
         best_key = tl.where(better, key, best_key)
         best_idx = tl.where(better, offs, best_idx)
-    m = tl.max(lane_max, axis=0)
-    m_ref = tl.where(m > -float("inf"), m, 0.0)
-    mass = tl.sum(lane_mass * tl.exp2((lane_max - m_ref) * scale2), axis=0)
     top = tl.max(best_key, axis=0)
-    first = tl.min(tl.where(best_key == top, best_idx, V), axis=0)
-    return m, mass, tl.sum(lane_inf, axis=0), top, first, x_next
+    return top, tl.min(tl.where(best_key == top, best_idx, V), axis=0), x_next
 
 
 @triton.jit
@@ -107,7 +132,7 @@ def _group_before(row_ptr, g, end, x_next, row_max, inv_t, inf_mode, key_t, idx_
                   BLOCK: tl.constexpr, GROUP: tl.constexpr):
     """Group g's mass of the entries before (key_t, idx_t) in the rank order (per-lane sums, one
     reduction: ``reject_topp._masses_before``'s value for the group); ``x_next`` and the
-    returned next tile as in :func:`_group_stats`."""
+    returned next tile as in :func:`_group_mass`."""
     lanes = tl.arange(0, BLOCK)
     lane_mass = tl.zeros([BLOCK], tl.float32)
     for j in range(0, GROUP):
@@ -174,28 +199,37 @@ def reject_split_stats_kernel(
     n_groups = tl.cdiv(V, BLOCK * GROUP)
     first_g, count, end = _program_groups(program, groups_per_program, V, BLOCK, GROUP)
     x_next = _prefetch(row_ptr, first_g * (GROUP * BLOCK) + tl.arange(0, BLOCK), end)
-    for j in range(0, count):
-        g = first_g + j
-        m, mass, n_inf, top, first, x_next = _group_stats(row_ptr, V, g, end, x_next, inv_t,
-                                                          BLOCK, GROUP)
-        tl.store(seg_f + g, m)
-        tl.store(seg_f + NS_P2 + g, mass)
-        tl.store(seg_f + 2 * NS_P2 + g, n_inf)
-        tl.store(seg_i + g, top)
-        tl.store(seg_i + NS_P2 + g, first)
+    if greedy:  # the first entry of the order is the token: only that is looked for
+        for j in range(0, count):
+            g = first_g + j
+            top, first, x_next = _group_first(row_ptr, V, g, end, x_next, BLOCK, GROUP)
+            tl.store(seg_i + g, top)
+            tl.store(seg_i + NS_P2 + g, first)
+    else:
+        for j in range(0, count):
+            g = first_g + j
+            m, mass, x_next = _group_mass(row_ptr, g, end, x_next, inv_t, BLOCK, GROUP)
+            n_inf = mass * 0.0
+            if m == float("inf"):
+                n_inf = _group_inf(row_ptr, V, g, BLOCK, GROUP)
+            tl.store(seg_f + g, m)
+            tl.store(seg_f + NS_P2 + g, mass)
+            tl.store(seg_f + 2 * NS_P2 + g, n_inf)
     if arrive_last(arrivals_ptr, row, n_programs):
         ids = tl.arange(0, NS_P2)
         here = ids < n_groups
-        group_max = tl.load(seg_f + ids, mask=here, other=-float("inf"))
-        group_mass = tl.load(seg_f + NS_P2 + ids, mask=here, other=0.0)
-        group_inf = tl.load(seg_f + 2 * NS_P2 + ids, mask=here, other=0.0)
+        rounds = row * 0
+        # greedy rows wrote no group masses: every load below is masked off for them
+        here_f = ids < tl.where(greedy, 0, n_groups)
+        group_max = tl.load(seg_f + ids, mask=here_f, other=-float("inf"))
+        group_mass = tl.load(seg_f + NS_P2 + ids, mask=here_f, other=0.0)
+        group_inf = tl.load(seg_f + 2 * NS_P2 + ids, mask=here_f, other=0.0)
         row_max = tl.max(group_max, axis=0)
         inf_mode = tl.sum(group_inf, axis=0) > 0.0
         row_ref = tl.where(row_max > -float("inf"), row_max, 0.0)
         masses = tl.where(inf_mode, group_inf,
                           group_mass * tl.exp((group_max - row_ref) * inv_t))
         total = tl.where(greedy, 0.0, tl.sum(masses, axis=0))
-        rounds = row * 0
         flags = 1 + 2 * inf_mode.to(tl.int32)
         if total > 0.0:
             p_on, target, min_p_on, min_w = row_filters(
@@ -206,12 +240,15 @@ def reject_split_stats_kernel(
                                  False, BLOCK, GROUP, NS_P2)
             rounds = rounds + 1
             flags = tl.where(p_on | min_p_on, flags - 1, flags)
-        else:  # greedy, or no mass: the first entry of the order
+        elif greedy:  # the first entry of the order, from the groups' firsts
             keys = tl.load(seg_i + ids, mask=here, other=KEY_NAN)
             firsts = tl.load(seg_i + NS_P2 + ids, mask=here, other=V)
             best = tl.max(tl.where(here, keys, KEY_NAN), axis=0)
             token = tl.min(tl.where(here & (keys == best), firsts, V), axis=0)
             key_t = best
+        else:  # no mass (every entry -inf or NaN; rare): one read of the row, here
+            token = _first_of_order(row_ptr, V, BLOCK)
+            key_t = KEY_NAN + row * 0  # unused: the row is decided
         tl.store(row_f_ptr + row64 * 2, row_max)
         tl.store(row_f_ptr + row64 * 2 + 1, total)
         tl.store(row_i_ptr + row64 * 4, token)
