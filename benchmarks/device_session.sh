@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -740,5 +740,17 @@ if [[ $stage == s16d ]]; then  # the split at every batch size (2048 x 1, 8 warp
     QRITA_REJECT_SPLIT_PROGRAMS=$n timeout 60 python3 benchmarks/bench.py --out "$OUT/programs_$n" --ops sample \
       --vocab 131072 --dtypes float32 --batch 256,1024 --workloads zipf --scenarios topp0.9 \
       --warmup 5 --rep 20 --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^sample" | sed "s/^/programs $n /" | cut -c1-130
+  done
+fi
+if [[ $stage == s17a ]]; then  # next session, call 1 (written without a GPU): the split's stats kernel by row kind (greedy: first of order only; others: mass only; 61 registers, was 78) and the read-ahead of 2 tiles (QRITA_REJECT_SPLIT_AHEAD=2): GPU tests, bench against the sixteenth session's 591 us
+  s=tests/test_triton_sampling.py
+  gpu_tests s17a "${TESTS_S:-240}" tests/test_triton_reject_topp.py "$s::test_gpu_batch_invariant" \
+    "$s::test_gpu_fused_samplers_reproducible_invariant_capturable"
+  for env in "QRITA_REJECT_SPLIT_AHEAD=1" "QRITA_REJECT_SPLIT_AHEAD=2" "QRITA_REJECT_SPLIT=0"; do
+    name=$(echo "$env" | tr '=' '_')
+    env $env timeout "${BENCH_S:-70}" python3 benchmarks/bench.py --out "$OUT/$name" --ops sample \
+      --vocab 131072 --dtypes float32,bfloat16 --batch 1,32,256,1024 --workloads zipf \
+      --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
+      --peers '' 2>&1 | grep -E "^sample" | sed "s/^/$name /" | cut -c1-140
   done
 fi

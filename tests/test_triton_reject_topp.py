@@ -171,14 +171,15 @@ def test_sample_takes_the_rejection_draw_where_top_k_is_off(monkeypatch):
     assert keep[np.arange(B), fresh.cpu().numpy()].all()
 
 
-@pytest.mark.parametrize("checks,per_program", [(1, 1), (2, 1), (2, 3)])
-def test_reject_split_matches_the_reference(checks, per_program):
+@pytest.mark.parametrize("checks,per_program,ahead", [(1, 1, 1), (2, 1, 1), (2, 3, 2)])
+def test_reject_split_matches_the_reference(checks, per_program, ahead):
     """The split path (each row's S groups over programs of ``per_program`` groups: group
     statistics and round 0's draw, then check launches, the last of which finishes the rows
     still rejecting in one program): every generator family, p scalar / per row / 0, min-p,
     per-row temperatures with greedy rows; tokens and rounds as the reference's. With 1 check
     launch every row that draws three times or more is finished in one program; 3 groups per
-    program leave the last program of a row (S = 8 here) with 2."""
+    program leave the last program of a row (S = 8 here) with 2; ``ahead``: tiles loaded
+    ahead of use."""
     V = 509
     x = _families(V, "float32", 12)
     B = x.shape[0]
@@ -190,7 +191,7 @@ def test_reject_split_matches_the_reference(checks, per_program):
         rounds = torch.zeros(B, dtype=torch.int32, device=DEVICE)
         tokens = launch_mod.launch_reject_topp_sample(
             _dev(x, "float32"), _arg(t), _arg(p), _arg(seeds), 6, _arg(m), rounds=rounds,
-            split=True, checks=checks, groups_per_program=per_program)
+            split=True, checks=checks, groups_per_program=per_program, ahead=ahead)
         multi += check_rows(x, tokens.cpu().numpy(), p, t, seeds, 6, m)
         _, trace = ref.sample_topp_rejection(x, p, temperature=t, min_p=m, seed=seeds, offset=6,
                                              return_trace=True)

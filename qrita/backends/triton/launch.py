@@ -627,7 +627,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
                               rounds: torch.Tensor | None = None, block: int | None = None,
                               group: int | None = None, split: bool | None = None,
                               checks: int | None = None,
-                              groups_per_program: int | None = None) -> torch.Tensor:
+                              groups_per_program: int | None = None,
+                              ahead: int | None = None) -> torch.Tensor:
     """One token per row with top-k off: top-p then min-p (either or both may be off), by the
     rejection draw: ``reject_split``'s kernels, each row's groups of tiles over programs (or,
     forced, ``reject_topp.reject_topp_sample_kernel``, one program per row).
@@ -644,7 +645,9 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     split : force the split path on / off (default :func:`_reject_split`); checks : the split
     path's check launches, >= 1 (``QRITA_REJECT_CHECKS`` or 2; the last one finishes the rows
     still rejecting, in one program each); groups_per_program : the split path's groups per
-    program (default :func:`_groups_per_program`; the token does not depend on it). Warps:
+    program (default :func:`_groups_per_program`; the token does not depend on it); ahead :
+    the split path's tiles loaded ahead of use, 1 or 2 (``QRITA_REJECT_SPLIT_AHEAD`` or 1;
+    speed only). Warps:
     ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 8).
 
     Returns tokens (B,) int64.
@@ -694,11 +697,14 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     warps = _reject_knob("QRITA_REJECT_SPLIT_WARPS", 8)
     per_program = _groups_per_program(batch, nseg, groups_per_program)
     grid = (batch, -(-nseg // per_program))
+    ahead = ahead or _reject_knob("QRITA_REJECT_SPLIT_AHEAD", 1)
+    if ahead not in (1, 2):
+        raise ValueError(f"ahead must be 1 or 2, got {ahead}")
     launch(reject_split_stats_kernel, grid, *head, per_program, ws_i, ws_f, token, rounds,
-           **flags, num_warps=warps)
+           **flags, AHEAD=ahead, num_warps=warps)
     for phase in range(1, checks + 1):
         launch(reject_split_check_kernel, grid, *head, per_program, phase, ws_i, ws_f, token,
-               rounds, **flags, FINISH=phase == checks, num_warps=warps)
+               rounds, **flags, FINISH=phase == checks, AHEAD=ahead, num_warps=warps)
     return token
 
 

@@ -74,11 +74,37 @@ def _prefetch(row_ptr, offs, end):
 
 
 @triton.jit
-def _group_mass(row_ptr, g, end, x_next, inv_t, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+def _start(row_ptr, first_g, end, BLOCK: tl.constexpr, GROUP: tl.constexpr,
+           AHEAD: tl.constexpr):
+    """The read-ahead of a program starting at group ``first_g``: its first AHEAD (1 or 2) tiles
+    (the second is unused with AHEAD 1)."""
+    offs = first_g * (GROUP * BLOCK) + tl.arange(0, BLOCK)
+    x_next = _prefetch(row_ptr, offs, end)
+    x_later = x_next
+    if AHEAD == 2:
+        x_later = _prefetch(row_ptr, offs + BLOCK, end)
+    return x_next, x_later
+
+
+@triton.jit
+def _advance(row_ptr, offs, end, x_next, x_later, BLOCK: tl.constexpr, AHEAD: tl.constexpr):
+    """The tile at ``offs`` (loaded earlier) as float32, and the read-ahead after it: the load
+    of the tile AHEAD tiles further is issued before this one is used."""
+    x = x_next.to(tl.float32)
+    if AHEAD == 2:
+        x_next = x_later
+        x_later = _prefetch(row_ptr, offs + 2 * BLOCK, end)
+    else:
+        x_next = _prefetch(row_ptr, offs + BLOCK, end)
+    return x, x_next, x_later
+
+
+@triton.jit
+def _group_mass(row_ptr, g, end, x_next, x_later, inv_t, BLOCK: tl.constexpr,
+                GROUP: tl.constexpr, AHEAD: tl.constexpr):
     """Group g's max and mass relative to it (per lane an online max and mass, as
-    ``reject_topp._row_stats``). ``x_next``: the group's first tile, already loaded (-inf past
-    V); each tile's successor is loaded before the tile is used (up to ``end``). Returns them
-    and the tile after the group."""
+    ``reject_topp._row_stats``). ``x_next`` / ``x_later``: the read-ahead (:func:`_start`,
+    :func:`_advance`; -inf past ``end``), returned as it stands after the group."""
     lanes = tl.arange(0, BLOCK)
     scale2 = inv_t * 1.4426950408889634
     lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
@@ -86,13 +112,12 @@ def _group_mass(row_ptr, g, end, x_next, inv_t, BLOCK: tl.constexpr, GROUP: tl.c
     lane_inf = tl.zeros([BLOCK], tl.float32)  # unused here: _group_inf counts +inf groups
     for j in range(0, GROUP):
         offs = (g * GROUP + j) * BLOCK + lanes
-        x = x_next.to(tl.float32)
-        x_next = _prefetch(row_ptr, offs + BLOCK, end)
+        x, x_next, x_later = _advance(row_ptr, offs, end, x_next, x_later, BLOCK, AHEAD)
         lane_max, lane_mass, lane_inf = online_mass(x, lane_max, lane_mass, lane_inf, scale2)
     m = tl.max(lane_max, axis=0)
     m_ref = tl.where(m > -float("inf"), m, 0.0)
     mass = tl.sum(lane_mass * tl.exp2((lane_max - m_ref) * scale2), axis=0)
-    return m, mass, x_next
+    return m, mass, x_next, x_later
 
 
 @triton.jit
@@ -109,38 +134,38 @@ def _group_inf(row_ptr, V, g, BLOCK: tl.constexpr, GROUP: tl.constexpr):
 
 
 @triton.jit
-def _group_first(row_ptr, V, g, end, x_next, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+def _group_first(row_ptr, V, g, end, x_next, x_later, BLOCK: tl.constexpr,
+                 GROUP: tl.constexpr, AHEAD: tl.constexpr):
     """Group g's first entry of the order (its largest key, lowest index: a greedy row's
-    candidate); ``x_next`` and the returned next tile as in :func:`_group_mass`."""
+    candidate); the read-ahead as in :func:`_group_mass`."""
     lanes = tl.arange(0, BLOCK)
     best_key = tl.full([BLOCK], KEY_NAN, tl.int32)
     best_idx = tl.full([BLOCK], 0, tl.int32) + V
     for j in range(0, GROUP):
         offs = (g * GROUP + j) * BLOCK + lanes
         valid = offs < V
-        key = order_key(x_next.to(tl.float32))
-        x_next = _prefetch(row_ptr, offs + BLOCK, end)
+        x, x_next, x_later = _advance(row_ptr, offs, end, x_next, x_later, BLOCK, AHEAD)
+        key = order_key(x)
         better = valid & ((key > best_key) | (best_idx == V))  # offsets grow: first copy stays
         best_key = tl.where(better, key, best_key)
         best_idx = tl.where(better, offs, best_idx)
     top = tl.max(best_key, axis=0)
-    return top, tl.min(tl.where(best_key == top, best_idx, V), axis=0), x_next
+    return top, tl.min(tl.where(best_key == top, best_idx, V), axis=0), x_next, x_later
 
 
 @triton.jit
-def _group_before(row_ptr, g, end, x_next, row_max, inv_t, inf_mode, key_t, idx_t,
-                  BLOCK: tl.constexpr, GROUP: tl.constexpr):
+def _group_before(row_ptr, g, end, x_next, x_later, row_max, inv_t, inf_mode, key_t, idx_t,
+                  BLOCK: tl.constexpr, GROUP: tl.constexpr, AHEAD: tl.constexpr):
     """Group g's mass of the entries before (key_t, idx_t) in the rank order (per-lane sums, one
-    reduction: ``reject_topp._masses_before``'s value for the group); ``x_next`` and the
-    returned next tile as in :func:`_group_mass`."""
+    reduction: ``reject_topp._masses_before``'s value for the group); the read-ahead as in
+    :func:`_group_mass`."""
     lanes = tl.arange(0, BLOCK)
     lane_mass = tl.zeros([BLOCK], tl.float32)
     for j in range(0, GROUP):
         offs = (g * GROUP + j) * BLOCK + lanes
-        x = x_next.to(tl.float32)
-        x_next = _prefetch(row_ptr, offs + BLOCK, end)
+        x, x_next, x_later = _advance(row_ptr, offs, end, x_next, x_later, BLOCK, AHEAD)
         lane_mass += _live_weights(x, offs, row_max, inv_t, inf_mode, key_t, idx_t, True)
-    return tl.sum(lane_mass, axis=0), x_next
+    return tl.sum(lane_mass, axis=0), x_next, x_later
 
 
 @triton.jit
@@ -179,14 +204,16 @@ def reject_split_stats_kernel(
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
     TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
+    AHEAD: tl.constexpr,
 ):
     """Phase 0, grid (B, P): group statistics, then (last program of the row) round 0's draw.
 
     Arguments as ``reject_topp.reject_topp_sample_kernel``'s, plus ``groups_per_program`` (each
     of the row's P programs takes that many consecutive groups; P x groups_per_program >= S =
     cdiv(V, BLOCK x GROUP), S <= NS_P2) and the scratch of the module docstring (``ws_i_ptr`` /
-    ``ws_f_ptr``: one zeroed buffer as int32 / float32, carved by ``_scratch``). Decided rows
-    (greedy, no mass, or top-p and min-p off) get their token and rounds here.
+    ``ws_f_ptr``: one zeroed buffer as int32 / float32, carved by ``_scratch``); AHEAD: tiles
+    loaded ahead of use (1 or 2; speed only). Decided rows (greedy, no mass, or top-p and min-p
+    off) get their token and rounds here.
     """
     row, row64, program, n_programs, seg_f_ptr, seg_i_ptr, row_f_ptr, row_i_ptr, \
         arrivals_ptr = _scratch(ws_i_ptr, ws_f_ptr, NS_P2)
@@ -198,17 +225,19 @@ def reject_split_stats_kernel(
     seg_i = seg_i_ptr + row64 * 2 * NS_P2
     n_groups = tl.cdiv(V, BLOCK * GROUP)
     first_g, count, end = _program_groups(program, groups_per_program, V, BLOCK, GROUP)
-    x_next = _prefetch(row_ptr, first_g * (GROUP * BLOCK) + tl.arange(0, BLOCK), end)
+    x_next, x_later = _start(row_ptr, first_g, end, BLOCK, GROUP, AHEAD)
     if greedy:  # the first entry of the order is the token: only that is looked for
         for j in range(0, count):
             g = first_g + j
-            top, first, x_next = _group_first(row_ptr, V, g, end, x_next, BLOCK, GROUP)
+            top, first, x_next, x_later = _group_first(row_ptr, V, g, end, x_next, x_later,
+                                                       BLOCK, GROUP, AHEAD)
             tl.store(seg_i + g, top)
             tl.store(seg_i + NS_P2 + g, first)
     else:
         for j in range(0, count):
             g = first_g + j
-            m, mass, x_next = _group_mass(row_ptr, g, end, x_next, inv_t, BLOCK, GROUP)
+            m, mass, x_next, x_later = _group_mass(row_ptr, g, end, x_next, x_later, inv_t,
+                                                   BLOCK, GROUP, AHEAD)
             n_inf = mass * 0.0
             if m == float("inf"):
                 n_inf = _group_inf(row_ptr, V, g, BLOCK, GROUP)
@@ -268,7 +297,7 @@ def reject_split_check_kernel(
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
     TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
-    FINISH: tl.constexpr,
+    FINISH: tl.constexpr, AHEAD: tl.constexpr,
 ):
     """Phase r >= 1, grid (B, P): the undecided rows' check of the drawn entry (the mass before
     it, per group), then (last program of the row) accept it or draw the next one.
@@ -289,10 +318,11 @@ def reject_split_check_kernel(
         seg_b = seg_f_ptr + row64 * 3 * NS_P2 + NS_P2
         n_groups = tl.cdiv(V, BLOCK * GROUP)
         first_g, count, end = _program_groups(program, groups_per_program, V, BLOCK, GROUP)
-        x_next = _prefetch(row_ptr, first_g * (GROUP * BLOCK) + tl.arange(0, BLOCK), end)
+        x_next, x_later = _start(row_ptr, first_g, end, BLOCK, GROUP, AHEAD)
         for j in range(0, count):
-            before, x_next = _group_before(row_ptr, first_g + j, end, x_next, row_max, inv_t,
-                                           inf_mode, key_t, idx_t, BLOCK, GROUP)
+            before, x_next, x_later = _group_before(row_ptr, first_g + j, end, x_next, x_later,
+                                                    row_max, inv_t, inf_mode, key_t, idx_t,
+                                                    BLOCK, GROUP, AHEAD)
             tl.store(seg_b + first_g + j, before)
         if arrive_last(arrivals_ptr + phase * tl.num_programs(0), row, n_programs):
             ids = tl.arange(0, NS_P2)
