@@ -742,7 +742,7 @@ if [[ $stage == s16d ]]; then  # the split at every batch size (2048 x 1, 8 warp
       --warmup 5 --rep 20 --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^sample" | sed "s/^/programs $n /" | cut -c1-130
   done
 fi
-if [[ $stage == s17a ]]; then  # next session, call 1 (written without a GPU): the split's stats kernel by row kind (greedy: first of order only; others: mass only; 61 registers, was 78) and the read-ahead of 2 tiles (QRITA_REJECT_SPLIT_AHEAD=2): GPU tests, bench against the sixteenth session's 591 us
+if [[ $stage == s17a ]]; then  # next session, call 1 (written without a GPU): the split's stats kernel by row kind (greedy: first of order only; others: mass and +inf count only; 71 registers, was 78) and the read-ahead of 2 tiles (QRITA_REJECT_SPLIT_AHEAD=2): GPU tests, bench against the sixteenth session's 591 us
   s=tests/test_triton_sampling.py
   gpu_tests s17a "${TESTS_S:-240}" tests/test_triton_reject_topp.py "$s::test_gpu_batch_invariant" \
     "$s::test_gpu_fused_samplers_reproducible_invariant_capturable"

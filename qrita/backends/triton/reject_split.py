@@ -103,13 +103,13 @@ def _advance(row_ptr, offs, end, x_next, x_later, BLOCK: tl.constexpr, AHEAD: tl
 def _group_mass(row_ptr, g, end, x_next, x_later, inv_t, BLOCK: tl.constexpr,
                 GROUP: tl.constexpr, AHEAD: tl.constexpr):
     """Group g's max and mass relative to it (per lane an online max and mass, as
-    ``reject_topp._row_stats``). ``x_next`` / ``x_later``: the read-ahead (:func:`_start`,
+    ``reject_topp._row_stats``; the max and mass of its finite entries) and its +inf count. ``x_next`` / ``x_later``: the read-ahead (:func:`_start`,
     :func:`_advance`; -inf past ``end``), returned as it stands after the group."""
     lanes = tl.arange(0, BLOCK)
     scale2 = inv_t * 1.4426950408889634
     lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
     lane_mass = tl.zeros([BLOCK], tl.float32)
-    lane_inf = tl.zeros([BLOCK], tl.float32)  # unused here: _group_inf counts +inf groups
+    lane_inf = tl.zeros([BLOCK], tl.float32)
     for j in range(0, GROUP):
         offs = (g * GROUP + j) * BLOCK + lanes
         x, x_next, x_later = _advance(row_ptr, offs, end, x_next, x_later, BLOCK, AHEAD)
@@ -117,20 +117,7 @@ def _group_mass(row_ptr, g, end, x_next, x_later, inv_t, BLOCK: tl.constexpr,
     m = tl.max(lane_max, axis=0)
     m_ref = tl.where(m > -float("inf"), m, 0.0)
     mass = tl.sum(lane_mass * tl.exp2((lane_max - m_ref) * scale2), axis=0)
-    return m, mass, x_next, x_later
-
-
-@triton.jit
-def _group_inf(row_ptr, V, g, BLOCK: tl.constexpr, GROUP: tl.constexpr):
-    """Group g's count of +inf entries (one more read of the group: only where its max is
-    +inf)."""
-    lanes = tl.arange(0, BLOCK)
-    count = tl.zeros([BLOCK], tl.float32)
-    for j in range(0, GROUP):
-        offs = (g * GROUP + j) * BLOCK + lanes
-        x = tl.load(row_ptr + offs, mask=offs < V, other=0.0).to(tl.float32)
-        count += (x == float("inf")).to(tl.float32)
-    return tl.sum(count, axis=0)
+    return m, mass, tl.sum(lane_inf, axis=0), x_next, x_later
 
 
 @triton.jit
@@ -236,11 +223,8 @@ def reject_split_stats_kernel(
     else:
         for j in range(0, count):
             g = first_g + j
-            m, mass, x_next, x_later = _group_mass(row_ptr, g, end, x_next, x_later, inv_t,
-                                                   BLOCK, GROUP, AHEAD)
-            n_inf = mass * 0.0
-            if m == float("inf"):
-                n_inf = _group_inf(row_ptr, V, g, BLOCK, GROUP)
+            m, mass, n_inf, x_next, x_later = _group_mass(row_ptr, g, end, x_next, x_later,
+                                                          inv_t, BLOCK, GROUP, AHEAD)
             tl.store(seg_f + g, m)
             tl.store(seg_f + NS_P2 + g, mass)
             tl.store(seg_f + 2 * NS_P2 + g, n_inf)
