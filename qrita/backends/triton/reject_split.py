@@ -103,8 +103,9 @@ def _advance(row_ptr, offs, end, x_next, x_later, BLOCK: tl.constexpr, AHEAD: tl
 def _group_mass(row_ptr, g, end, x_next, x_later, inv_t, BLOCK: tl.constexpr,
                 GROUP: tl.constexpr, AHEAD: tl.constexpr):
     """Group g's max and mass relative to it (per lane an online max and mass, as
-    ``reject_topp._row_stats``; the max and mass of its finite entries) and its +inf count. ``x_next`` / ``x_later``: the read-ahead (:func:`_start`,
-    :func:`_advance`; -inf past ``end``), returned as it stands after the group."""
+    ``reject_topp._row_stats``; the max and mass of its finite entries) and its +inf count.
+    ``x_next`` / ``x_later``: the read-ahead (:func:`_start`, :func:`_advance`; -inf past
+    ``end``), returned as it stands after the group."""
     lanes = tl.arange(0, BLOCK)
     scale2 = inv_t * 1.4426950408889634
     lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
