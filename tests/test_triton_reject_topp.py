@@ -237,4 +237,4 @@ def test_gpu_reject_topp_real_vocab(dtype):
                     groups_per_program=per_program)
                 assert torch.equal(again, tokens), per_program
         one = launch_mod.launch_reject_topp_sample(_dev(x[:1], dtype), None, 0.9, 5, 3)
-        check_rows(x[:1], one.cpu().numpy(), 0.9, None, 5, 3)  # B = 1: the split path
+        check_rows(x[:1], one.cpu().numpy(), 0.9, None, 5, 3)  # B = 1: a row alone
