@@ -10,6 +10,10 @@ Two timings per library:
   (CuPy's null stream is torch's default stream) are measured as launched; a JAX call ends with
   ``block_until_ready`` because JAX's work is not on torch's stream, so it also pays a host sync.
 * ``sync``: a wall-clock loop that synchronises after every call, the same for all libraries.
+
+Then a table of host µs per call at B = 1 (back-to-back calls, one sync at the end: the caller's
+thread's cost) for a mask, ``top_k`` and ``sample`` from each library: the adapter's cost per
+call is the difference to torch.
 """
 
 from __future__ import annotations
@@ -34,6 +38,65 @@ def _wall_us(fn, sync, reps: int = 200) -> float:
         sync()
         times.append(time.perf_counter() - t0)
     return float(np.median(times) * 1e6)
+
+
+def _host_us(fn, sync, n: int = 400) -> float:
+    """Host µs per call of ``n`` back-to-back calls (one sync at the end): the caller's thread's
+    cost per call while the GPU keeps up (small inputs: GPU work below the host time)."""
+    for _ in range(20):
+        fn()
+    sync()
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+    return best
+
+
+def _host_table(qrita, torch) -> None:
+    """Host µs per call of the same calls from torch, CuPy and JAX (eager), B = 1, V = 131072:
+    a mask, top_k and sample; the difference to torch is the adapter's cost per call."""
+    rng = np.random.default_rng(1)
+    host = rng.normal(0.0, 3.0, size=(1, 131072)).astype(np.float32)
+    calls = {
+        "topk50 mask": lambda x: qrita.top_k_top_p_mask(x, 50, None),
+        "top_k k50": lambda x: qrita.top_k(x, 50),
+        "sample p0.9": lambda x: qrita.sample(x, p=0.9, seed=7),
+    }
+    arrays = {"torch": (torch.from_numpy(host).cuda(), torch.cuda.synchronize)}
+    try:
+        import cupy
+
+        arrays["cupy"] = (cupy.asarray(host), cupy.cuda.get_current_stream().synchronize)
+    except ImportError:
+        pass
+    try:
+        import jax
+
+        gpus = [d for d in jax.devices() if d.platform == "gpu"]
+        if gpus:
+            x_j = jax.device_put(host, gpus[0])
+            last = []
+            arrays["jax"] = (x_j, lambda: jax.block_until_ready(last[-1]) if last else None)
+    except ImportError:
+        pass
+    print("host µs per call, back-to-back (B=1, V=131072, float32; best of 5 x 400)")
+    print(f"{'call':<14}" + "".join(f"{lib:>12}" for lib in arrays) + "   adapter cost vs torch")
+    for name, call in calls.items():
+        cells = {}
+        for lib, (x, sync) in arrays.items():
+            if lib == "jax":
+                last.clear()
+                fn = lambda x=x, call=call: last.append(call(x)) or (  # noqa: E731
+                    last.pop(0) if len(last) > 2 else None)
+            else:
+                fn = lambda x=x, call=call: call(x)  # noqa: E731
+            cells[lib] = _host_us(fn, sync)
+        diffs = " ".join(f"{lib} {cells[lib] - cells['torch']:+.1f}" for lib in cells if lib != "torch")
+        print(f"{name:<14}" + "".join(f"{cells[lib]:12.1f}" for lib in arrays) + f"   {diffs}")
 
 
 def main() -> None:
@@ -93,6 +156,7 @@ def main() -> None:
 
     if jax is not None and any(d.platform == "gpu" for d in jax.devices()):
         _jax_steps(qrita, x_j, x_t, k, p)
+    _host_table(qrita, torch)
     base_bench, base_wall = rows[0][1], rows[0][2]
     print(f"top_k_top_p_mask B={args.batch} V={args.vocab} k={k} p={p} float32")
     print(f"{'library':<10} {'do_bench us':>12} {'diff':>9} {'sync us':>10} {'diff':>9}")

@@ -8,7 +8,8 @@ rows per path (mode 1: candidates sufficed, 2: single-program fallback, 4: segme
 stage; ``retried``: top-k rows whose pass A ran a second time at a second cutoff), then times the
 whole eager call, its CUDA-graph replay, and the GPU time per call of each kernel
 (torch.profiler's CUDA kernel times, averaged over repeats). Prints one table; writes CSV rows.
-Scenarios ``k50`` / ``k1000`` profile ``top_k`` (sorted) instead of a mask (no statistics).
+Scenarios ``k50`` / ``k1000`` profile ``top_k`` (sorted) instead of a mask (no statistics);
+``sample_*`` profile ``sample`` (for top-p alone, ``modes`` counts the draws per row).
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ import numpy as np
 import torch
 import triton
 
-from qrita.backends.triton import ops
+from qrita.backends.triton import launch, ops, sampling_ops
 from qrita.testing import generators
 
 SCENARIOS = {"topk50": (50, None), "topp0.9": (None, 0.9), "topp0.99": (None, 0.99),
              "topk100_topp0.9": (100, 0.9),
              "topk1000": (1000, None)}
 SELECTIONS = {"k50": 50, "k1000": 1000}  # ops.top_k (sorted), no per-row statistics
+# sampling_ops.sample (seed 1234, offset 0); "modes" counts the rejection draw's draws per row
+SAMPLES = {"sample_topp0.9": (None, 0.9), "sample_topp0.99": (None, 0.99),
+           "sample_topk100_topp0.9": (100, 0.9)}
 
 
 def kernel_times(fn, repeats: int = 20) -> dict[str, float]:
@@ -90,7 +94,16 @@ def main(argv: list[str] | None = None) -> int:
                 for dtype in args.dtypes.split(","):
                     x = x32.to(getattr(torch, dtype))
                     for scen in args.scenarios.split(","):
-                        if scen in SELECTIONS:
+                        if scen in SAMPLES:
+                            k, p = SAMPLES[scen]
+                            modes, band_hits, retried = {}, 0, -1
+                            if k is None:
+                                draws = torch.zeros(B, dtype=torch.int32, device="cuda")
+                                launch.launch_reject_topp_sample(x, None, p, 1234, 0, rounds=draws)
+                                modes = collections.Counter(draws.tolist())
+                            call = lambda x=x, k=k, p=p: sampling_ops.sample(  # noqa: E731
+                                x, k, p, seed=1234, offset=0)
+                        elif scen in SELECTIONS:
                             modes, band_hits, retried = {}, 0, -1
                             call = lambda x=x, k=SELECTIONS[scen]: ops.top_k(x, k)  # noqa: E731
                         else:

@@ -103,7 +103,7 @@ def _mask_gpu_scoped(ops: ModuleType, logits: Any, c: Checked) -> Any:
         if work is not t2:
             t2.copy_(out)
         return logits
-    return adapter.from_torch(out.reshape(t.shape), like=logits)
+    return adapter.from_torch(out if t2 is t else out.reshape(t.shape), like=logits)
 
 
 def _mask_cpu(logits: Any, c: Checked) -> Any:

@@ -220,14 +220,13 @@ def sample(
                 offset=_torch_rows(adapter, o),
                 return_logprob=want_logprob,
             )
-            shape = () if len(info.shape) == 1 else (info.shape[0],)
+            one_row = len(info.shape) == 1  # (V,) logits: scalar results; else (B,) already
             if not want_logprob:
-                return adapter.from_torch(res.reshape(shape), like=logits)
+                return adapter.from_torch(res.reshape(()) if one_row else res, like=logits)
             tok, lp = res
-            return (
-                adapter.from_torch(tok.reshape(shape), like=logits),
-                adapter.from_torch(lp.reshape(shape), like=logits),
-            )
+            if one_row:
+                tok, lp = tok.reshape(()), lp.reshape(())
+            return adapter.from_torch(tok, like=logits), adapter.from_torch(lp, like=logits)
     x = np.asarray(adapter.to_numpy(logits))
     batch = 1 if x.ndim == 1 else x.shape[0]
     s = _fresh_seeds(batch) if s is None else _host(adapter, s, np.uint64)

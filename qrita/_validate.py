@@ -40,10 +40,14 @@ def _describe_value(v: Any) -> str:
 
 
 def _is_int_scalar(v: Any) -> bool:
+    if type(v) is int:  # the usual case, without the isinstance checks
+        return True
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def _is_real_scalar(v: Any) -> bool:
+    if type(v) is float or type(v) is int:  # the usual cases (bool is neither)
+        return True
     return isinstance(v, (numbers.Real, np.integer, np.floating)) and not isinstance(
         v, (bool, np.bool_)
     )

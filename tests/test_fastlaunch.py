@@ -46,9 +46,9 @@ def _probe(x_ptr, out_ptr, n, one, sixteen, other, big, scale, flag,
 probe = triton.jit(_probe)  # compiled on a GPU, interpreted under TRITON_INTERPRET=1
 
 
-def _jit_function():
+def _jit_function(do_not_specialize=()):
     """A fresh compiled-mode kernel whatever TRITON_INTERPRET says (never launched for real)."""
-    return triton_jit.JITFunction(_probe)
+    return triton_jit.JITFunction(_probe, do_not_specialize=list(do_not_specialize))
 
 
 def _tensors():
@@ -112,6 +112,18 @@ def test_key_equal(a, b):
     assert ka is not None and ka == kb
 
 
+def test_key_of_unspecialized_ints_is_their_type():
+    """A ``do_not_specialize`` int is keyed on i32 / i64 / u64 only (as Triton keys it): the
+    sampler's seeds, offsets and float64 bit patterns take one compiled kernel per type."""
+    kernel = _jit_function(["other"])
+    x = _tensors()["f32"]
+    assert len({_key(kernel, x, other=v) for v in (0, 1, 2, 16, 17, -5, 2**31 - 1)}) == 1
+    assert len({_key(kernel, x, other=v) for v in (2**31, 2**40, 2**40 + 3, -2**40)}) == 1
+    assert len({_key(kernel, x, other=v) for v in (2**63, 2**63 + 5, 2**64 - 16)}) == 1
+    assert len({_key(kernel, x, other=v) for v in (1, 2**40, 2**63)}) == 3
+    assert _key(kernel, x, one=1) != _key(kernel, x, one=2)  # the others stay specialized
+
+
 def test_key_binds_like_triton():
     """Positional or keyword, default given or not: the same call, the same key."""
     kernel = _jit_function()
@@ -136,13 +148,15 @@ def test_key_unsupported_types_are_not_keyed():
     assert _key(kernel, x, other=(1, 2)) is None
 
 
-def test_key_partitions_calls_like_triton():
+@pytest.mark.parametrize("unspecialized", [(), ("n", "other", "big", "x_ptr")])
+def test_key_partitions_calls_like_triton(unspecialized):
     """Two calls share our key exactly when they share Triton's key (Triton's own binder,
     specialization and cache key for an sm_90 target; no GPU needed). Calls: random ones, each
-    with every argument in turn replaced by every value of its pool."""
+    with every argument in turn replaced by every value of its pool; parameters listed in
+    ``do_not_specialize`` or not (Triton keys those on their type alone)."""
     from triton.compiler import make_backend
 
-    kernel = _jit_function()
+    kernel = _jit_function(unspecialized)
     backend = make_backend(GPUTarget("cuda", 90, 32))
     binder = triton_jit.create_function_from_signature(kernel.signature, kernel.params, backend)
     tensors = list(_tensors().values())

@@ -591,6 +591,66 @@ def test_gpu_batch_invariant():
             assert int(moved[pos]) == int(tok[row])
 
 
+def _sampling_kernels():
+    """Every sampling kernel that takes a seed, an offset or a float64 bit pattern as a Python
+    int, with the names of those parameters."""
+    from qrita.backends.triton import fused_sample, fused_topp, reject_split, reject_topp
+
+    counters = ("seed_scalar", "offset_scalar")
+    bits = ("p_bits", "min_p_bits")
+    return [
+        (philox._uniform_kernel, counters),
+        (reject_topp.reject_topp_sample_kernel, counters + bits),
+        (reject_split.reject_split_stats_kernel, counters + bits + ("groups_per_program",)),
+        (reject_split.reject_split_check_kernel,
+         counters + bits + ("groups_per_program", "phase")),
+        (fused_sample.fused_topk_sample_kernel, ("t_bits",) + bits),
+        (fused_sample.selection_sample_kernel, ("t_bits",) + bits),
+        (fused_topp.fused_topp_sample_kernel, ("t_bits", "p_bits")),
+    ]
+
+
+def test_sampling_scalars_are_not_specialized():
+    """Seeds, offsets and parameters that change from call to call (a decode loop's offset, a
+    request's seed) must not pick new compiled kernels: Triton would specialise a Python int on
+    == 1 and % 16, compiling up to three variants per value class of each (seconds each on a
+    GPU). Listed in ``do_not_specialize``, they are keyed on their type only (i32 / i64 / u64:
+    see tests/test_fastlaunch.py)."""
+    for kernel, names in _sampling_kernels():
+        if hasattr(kernel, "params"):  # compiled mode
+            unspecialized = {param.name for param in kernel.params if param.do_not_specialize}
+        else:  # the interpreter's wrapper keeps the decorator's arguments
+            unspecialized = set(kernel.kwargs.get("do_not_specialize") or ())
+        assert set(names) <= unspecialized, (kernel.fn.__name__, set(names) - unspecialized)
+
+
+def _compiled_kernels(kernel) -> int:
+    """Kernels Triton holds compiled for ``kernel`` (Triton 3.6 - 3.9: ``device_caches``)."""
+    return sum(len(cache[0]) for cache in kernel.device_caches.values())
+
+
+@pytest.mark.gpu
+def test_gpu_no_compile_per_seed_offset_or_p():
+    """A decode loop's offsets (0, 1, 2, 16, ...), other seeds in the same int32 range, and
+    other p / min_p / temperature values reuse the kernels the first call compiled."""
+    rng = np.random.default_rng(31)
+    B, V = 4, 32000
+    x = _dev(generators.zipf_logits(B, V, 1.1, rng), "float32")
+    calls = [dict(p=0.9), dict(k=50, p=0.9, temperature=0.7), dict(p=0.9, min_p=0.05)]
+    for kw in calls:
+        so.sample(x, seed=3, offset=2, **kw)
+    torch.cuda.synchronize()
+    before = {k.fn.__name__: _compiled_kernels(k) for k, _ in _sampling_kernels()}
+    for seed, offset, p, t, min_p in [(16, 0, 0.5, 1.3, 0.01), (1, 1, 0.75, 0.5, 0.2),
+                                      (17, 16, 0.95, 0.9, 0.5), (2**31 - 1, 33, 0.25, 1.0, 0.1)]:
+        so.sample(x, p=p, seed=seed, offset=offset)
+        so.sample(x, k=50, p=p, temperature=t, seed=seed, offset=offset)
+        so.sample(x, p=p, min_p=min_p, seed=seed, offset=offset)
+    torch.cuda.synchronize()
+    after = {k.fn.__name__: _compiled_kernels(k) for k, _ in _sampling_kernels()}
+    assert after == before
+
+
 @pytest.mark.gpu
 def test_gpu_cuda_graph_capture_and_replay():
     rng = np.random.default_rng(24)

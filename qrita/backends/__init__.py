@@ -50,13 +50,22 @@ ADAPTERS: tuple[tuple[str, str], ...] = (
 )
 
 
+_OWNER: dict[type, ModuleType] = {}  # array type -> its adapter, once an adapter owned one
+
+
 def adapter_for(x: object) -> ModuleType | None:
-    """The adapter module that owns ``x``, or None if no adapter does."""
-    module = type(x).__module__ or ""
+    """The adapter module that owns ``x``, or None if no adapter does. Ownership is a property
+    of the type (every ``owns`` is an ``isinstance`` check), so it is remembered per type."""
+    kind = type(x)
+    adapter = _OWNER.get(kind)
+    if adapter is not None:
+        return adapter
+    module = kind.__module__ or ""
     root = module.split(".", 1)[0]
     for prefix, name in ADAPTERS:
         if root == prefix:
             adapter = sys.modules.get(name) or importlib.import_module(name)
             if adapter.owns(x):
+                _OWNER[kind] = adapter
                 return adapter
     return None

@@ -23,8 +23,14 @@ def owns(x: object) -> bool:
     return isinstance(x, torch.Tensor)
 
 
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
 def _dtype_name(dtype: Any) -> str:
-    return str(dtype).removeprefix("torch.")
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
 
 
 def describe(x: Any) -> ArrayInfo:

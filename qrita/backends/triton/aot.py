@@ -202,10 +202,11 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "groups_per_program": "i32"}
         split_flags = dict(HAS_P=True, P_ARRAY=True, HAS_MIN_P=True, MIN_P_ARRAY=False,
                            SEED_MODE=1, OFFSET_ARRAY=True, TEMP_ARRAY=True, BLOCK=2048, GROUP=1,
-                           NS_P2=64, AHEAD=1)
+                           NS_P2=64, AHEAD=1, ROW_AXIS=0)
         tail = {"ws_i_ptr": "*i32", "ws_f_ptr": "*fp32", "token_ptr": "*i64", "rounds_ptr": "*i32"}
         out["reject_split_stats"] = _compile(reject_split.reject_split_stats_kernel,
-                                             {**head, **tail}, split_flags, target, 8)
+                                             {**head, **tail}, {**split_flags, "BOUND": True},
+                                             target, 8)
         for finish in (False, True):
             out[f"reject_split_check_{finish}"] = _compile(
                 reject_split.reject_split_check_kernel, {**head, "phase": "i32", **tail},

@@ -30,8 +30,10 @@ The key
 
     * per non-constexpr parameter, what Triton specializes on: for a tensor its dtype and whether
       ``data_ptr() % 16 == 0``; for an int whether it equals 1, whether it is divisible by 16 and
-      whether it fits i32, u64 or else i64; ``float`` / ``bool`` / ``None`` by type. Other types
-      (tuples, tensor descriptors, ...) are not keyed: such a call takes the normal path;
+      whether it fits i32, u64 or else i64 (for a parameter the kernel lists in
+      ``do_not_specialize`` only its type, as Triton keys it); ``float`` / ``bool`` / ``None`` by
+      type. Other types (tuples, tensor descriptors, ...) are not keyed: such a call
+      takes the normal path;
     * per constexpr parameter, and per launch option (``num_warps``, ``num_stages``, ...; names
       and order kept), its value: ints and strings as they are, anything else as type and
       ``repr``, which is what Triton's string key holds.
@@ -162,6 +164,19 @@ def _spec_token(v: Any) -> Hashable:
     raise _Unsupported(t.__name__)  # tuples, tensor descriptors, other pointer-likes, ...
 
 
+def _type_token(v: Any) -> Hashable:
+    """What Triton keys a ``do_not_specialize`` parameter on: its type alone (an int's i32, u64
+    or else i64; a tensor's dtype, not its alignment); other values as :func:`_spec_token`."""
+    t = type(v)
+    if t is int:
+        if -0x8000_0000 <= v <= 0x7FFF_FFFF:
+            return "i32"
+        return "u64" if 0x8000_0000_0000_0000 <= v <= 0xFFFF_FFFF_FFFF_FFFF else "i64"
+    if t is _Tensor or isinstance(v, _Tensor):
+        return v.dtype
+    return _spec_token(v)
+
+
 def _value_token(v: Any) -> Hashable:
     """A constexpr or option value: equal tokens mean equal values as Triton's key sees them."""
     t = type(v)
@@ -186,19 +201,24 @@ class _Entry:
         self.packed_metadata = compiled.packed_metadata
 
 
-def _make_binder(names: Sequence[str], constexpr: Sequence[bool], defaults: Sequence[Any]):
+def _make_binder(names: Sequence[str], constexpr: Sequence[bool], defaults: Sequence[Any],
+                 unspecialized: Sequence[bool] = ()):
     """A function with the kernel's parameters (and ``**options``), as Triton binds them, that
     returns (tokens of the parameters, their values in order, options). Generated, so that
-    Python binds the arguments and fills in defaults."""
-    if {"_spec", "_value", "_defaults", "options"} & set(names):
+    Python binds the arguments and fills in defaults. ``unspecialized``: per parameter, whether
+    the kernel lists it in ``do_not_specialize`` (its token is :func:`_type_token`)."""
+    if {"_spec", "_type", "_value", "_defaults", "options"} & set(names):
         raise TypeError("a kernel parameter name clashes with the binder's")
     params = [name if d is inspect.Parameter.empty else f"{name}=_defaults[{i}]"
               for i, (name, d) in enumerate(zip(names, defaults))]
-    tokens = [f"_value({n})" if c else f"_spec({n})" for n, c in zip(names, constexpr)]
+    unspecialized = list(unspecialized) + [False] * (len(names) - len(unspecialized))
+    tokens = [f"_value({n})" if c else f"_type({n})" if u else f"_spec({n})"
+              for n, c, u in zip(names, constexpr, unspecialized)]
     src = (f"def bind({', '.join([*params, '**options'])}):\n"
            f"    return ({''.join(t + ', ' for t in tokens)}), "
            f"({''.join(n + ', ' for n in names)}), options\n")
-    namespace = {"_spec": _spec_token, "_value": _value_token, "_defaults": tuple(defaults)}
+    namespace = {"_spec": _spec_token, "_type": _type_token, "_value": _value_token,
+                 "_defaults": tuple(defaults)}
     exec(src, namespace)
     return namespace["bind"]
 
@@ -225,7 +245,9 @@ class _Kernel:
             raise TypeError("kernel.params does not follow its signature")
         self.binder = _make_binder([p.name for p in params],
                                    [bool(p.is_constexpr) for p in kernel.params],
-                                   [p.default for p in params])
+                                   [p.default for p in params],
+                                   [bool(getattr(p, "do_not_specialize", False))
+                                    for p in kernel.params])
         for attr in ("pre_run_hooks", "used_global_vals", "debug"):
             getattr(kernel, attr)
 

@@ -83,7 +83,7 @@ def draw_from_sorted(sel_val, sel_idx, n, t, p, min_p, u, HAS_P: tl.constexpr,
     return token, logp
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["t_bits", "p_bits", "min_p_bits"])
 def fused_topk_sample_kernel(
     x_ptr, t_ptr, p_ptr, min_p_ptr, u_ptr,
     V, stride_x, seg_len, k, max_cands, t_bits, p_bits, min_p_bits,
@@ -133,7 +133,7 @@ def _draw_row(t_ptr, p_ptr, min_p_ptr, u_ptr, k, t_bits, p_bits, min_p_bits, sel
     tl.store(logp_ptr + row64, logp.to(tl.float32))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["t_bits", "p_bits", "min_p_bits"])
 def selection_sample_kernel(
     x_ptr, t_ptr, p_ptr, min_p_ptr, u_ptr,
     stride_x, k, t_bits, p_bits, min_p_bits,

@@ -602,7 +602,7 @@ def _kept_mass64(row_ptr, V, row_max, t, inf_mode, key_p, idx_p, BLOCK: tl.const
     return tl.sum(acc, axis=0)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["t_bits", "p_bits"])
 def fused_topp_sample_kernel(
     x_ptr, p_ptr, u_ptr,
     V, stride_x, inv_t, t_bits, p_bits,

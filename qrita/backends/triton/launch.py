@@ -7,10 +7,11 @@ import math
 import os
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
-from qrita.backends.triton import fastlaunch
+from qrita.backends.triton import fastlaunch, philox
 from qrita.backends.triton.fused_sample import fused_topk_sample_kernel, selection_sample_kernel
 from qrita.backends.triton.fused_topp import fused_topp_sample_kernel
 from qrita.backends.triton.one_launch import (
@@ -91,8 +92,10 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     return default
 
 
+@functools.cache
 def interpreting() -> bool:
-    """True when Triton runs kernels on the CPU (TRITON_INTERPRET=1)."""
+    """True when Triton runs kernels on the CPU (TRITON_INTERPRET=1). Read once per process, as
+    ``triton.jit`` reads it once, when it decorates a kernel."""
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
@@ -628,7 +631,9 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
                               group: int | None = None, split: bool | None = None,
                               checks: int | None = None,
                               groups_per_program: int | None = None,
-                              ahead: int | None = None) -> torch.Tensor:
+                              ahead: int | None = None,
+                              row_axis: int | None = None,
+                              bound: bool | None = None) -> torch.Tensor:
     """One token per row with top-k off: top-p then min-p (either or both may be off), by the
     rejection draw: ``reject_split``'s kernels, each row's groups of tiles over programs (or,
     forced, ``reject_topp.reject_topp_sample_kernel``, one program per row).
@@ -647,24 +652,18 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     still rejecting, in one program each); groups_per_program : the split path's groups per
     program (default :func:`_groups_per_program`; the token does not depend on it); ahead :
     the split path's tiles loaded ahead of use, 1 or 2 (``QRITA_REJECT_SPLIT_AHEAD`` or 1;
-    speed only). Warps:
+    speed only); row_axis : the split grid's axis of the rows, 0 (grid (B, P)) or 1 (grid
+    (P, B), B <= 65535; ``QRITA_REJECT_SPLIT_ROWS_LAST=1``; default 0; speed only). The split
+    keeps round 0's entry without a check read where the group statistics bound the mass
+    before it under p x Z (``bound``; default: unless ``QRITA_REJECT_BOUND=0``; speed only).
+    Warps:
     ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 8).
 
     Returns tokens (B,) int64.
     """
-    from qrita.backends.triton import philox
-
     batch, vocab = x.shape
-    small = interpreting()
-    split = _reject_split(split)
-    if split:
-        block = block or (32 if small else _reject_knob("QRITA_REJECT_SPLIT_BLOCK", 2048))
-        group = group or (2 if small else _reject_knob("QRITA_REJECT_SPLIT_GROUP", 1))
-    else:
-        block = block or (128 if small else _reject_knob("QRITA_REJECT_BLOCK", 2048))
-        group = group or (2 if small else _reject_knob("QRITA_REJECT_GROUP", 8))
-    block = min(block, next_pow2(vocab))
-    group = min(group, next_pow2(-(-vocab // block)))
+    plan = _reject_plan(batch, vocab, _reject_split(split), block, group, checks,
+                        groups_per_program, ahead, row_axis, bound)
     dev = x.device
     t_array = isinstance(temperature, torch.Tensor)
     t = 1.0 if temperature is None or t_array else float(temperature)
@@ -678,34 +677,83 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     if t_array:
         t64 = temperature.to(torch.float64).reshape(-1).expand(batch)
         inv_t = torch.where(t64 > 0, 1.0 / t64, torch.zeros_like(t64)).to(torch.float32)
-    nseg = -(-vocab // (block * group))
     head = (x, p_ptr, m_ptr, a.seeds, a.offsets, inv_t, vocab, x.stride(0), 1.0 / t, p_bits,
             m_bits, a.seed_bits, a.offset_bits, a.seed_stride, a.offset_stride)
     flags = dict(HAS_P=p is not None, P_ARRAY=p_array, HAS_MIN_P=min_p is not None,
                  MIN_P_ARRAY=m_array, SEED_MODE=a.seed_mode, OFFSET_ARRAY=a.offset_array,
-                 TEMP_ARRAY=t_array, BLOCK=block, GROUP=group, NS_P2=next_pow2(nseg))
-    if not split:
+                 TEMP_ARRAY=t_array, BLOCK=plan.block, GROUP=plan.group, NS_P2=plan.ns)
+    if plan.checks == 0:  # one program per row
         launch(reject_topp_sample_kernel, (batch,), *head, token, rounds, **flags,
-               num_warps=_reject_knob("QRITA_REJECT_WARPS", 8))
+               num_warps=plan.warps)
         return token
-    checks = max(1, _reject_knob("QRITA_REJECT_CHECKS", 2) if checks is None else checks)
     # one zeroed int32 buffer (one allocation, one fill), carved in the kernels
     # (``reject_split._scratch``): the per-row parts, then the counters of the launches
-    ns = next_pow2(nseg)
-    ws_i = torch.zeros(batch * (5 * ns + 6 + checks + 1), dtype=torch.int32, device=dev)
+    ws_i = torch.zeros(plan.words, dtype=torch.int32, device=dev)
     ws_f = ws_i.view(torch.float32)
-    warps = _reject_knob("QRITA_REJECT_SPLIT_WARPS", 8)
+    per_program, ahead, warps, axis = plan.per_program, plan.ahead, plan.warps, plan.row_axis
+    launch(reject_split_stats_kernel, plan.grid, *head, per_program, ws_i, ws_f, token, rounds,
+           **flags, AHEAD=ahead, ROW_AXIS=axis, BOUND=plan.bound, num_warps=warps)
+    for phase in range(1, plan.checks + 1):
+        launch(reject_split_check_kernel, plan.grid, *head, per_program, phase, ws_i, ws_f,
+               token, rounds, **flags, FINISH=phase == plan.checks, AHEAD=ahead,
+               ROW_AXIS=axis, num_warps=warps)
+    return token
+
+
+class _RejectPlan(NamedTuple):
+    """Launch parameters of the rejection draw for one (B, V) and set of knobs."""
+
+    block: int  # entries per tile
+    group: int  # tiles per group (the unit of the per-row masses)
+    ns: int  # groups per row, rounded up to a power of two
+    checks: int  # check launches of the split (0: one program per row)
+    per_program: int  # groups per program of the split
+    grid: tuple[int, int]  # (B, programs per row) of the split, or swapped (row_axis 1)
+    words: int  # int32 words of the split's zeroed scratch
+    ahead: int  # tiles loaded ahead of use
+    warps: int
+    row_axis: int  # the split grid's axis of the rows
+    bound: bool  # keep round 0's entry on the group statistics' bound where it suffices
+
+
+@functools.lru_cache(maxsize=64)
+def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: int | None,
+                 checks: int | None, groups_per_program: int | None,
+                 ahead: int | None, row_axis: int | None,
+                 bound: bool | None) -> _RejectPlan:
+    """:func:`launch_reject_topp_sample`'s launch parameters (its arguments' defaults filled in
+    from the knobs; cached, so a call's host work is the launches)."""
+    small = interpreting()
+    if split:
+        block = block or (32 if small else _reject_knob("QRITA_REJECT_SPLIT_BLOCK", 2048))
+        group = group or (2 if small else _reject_knob("QRITA_REJECT_SPLIT_GROUP", 1))
+    else:
+        block = block or (128 if small else _reject_knob("QRITA_REJECT_BLOCK", 2048))
+        group = group or (2 if small else _reject_knob("QRITA_REJECT_GROUP", 8))
+    block = min(block, next_pow2(vocab))
+    group = min(group, next_pow2(-(-vocab // block)))
+    nseg = -(-vocab // (block * group))
+    ns = next_pow2(nseg)
+    if not split:
+        return _RejectPlan(block, group, ns, 0, 1, (batch, 1), 0, 1,
+                           _reject_knob("QRITA_REJECT_WARPS", 8), 0, False)
+    checks = max(1, _reject_knob("QRITA_REJECT_CHECKS", 2) if checks is None else checks)
     per_program = _groups_per_program(batch, nseg, groups_per_program)
-    grid = (batch, -(-nseg // per_program))
     ahead = ahead or _reject_knob("QRITA_REJECT_SPLIT_AHEAD", 1)
     if ahead not in (1, 2):
         raise ValueError(f"ahead must be 1 or 2, got {ahead}")
-    launch(reject_split_stats_kernel, grid, *head, per_program, ws_i, ws_f, token, rounds,
-           **flags, AHEAD=ahead, num_warps=warps)
-    for phase in range(1, checks + 1):
-        launch(reject_split_check_kernel, grid, *head, per_program, phase, ws_i, ws_f, token,
-               rounds, **flags, FINISH=phase == checks, AHEAD=ahead, num_warps=warps)
-    return token
+    programs = -(-nseg // per_program)
+    # QRITA_REJECT_SPLIT_ROWS_LAST=1 (measuring): grid (P, B), a row's programs adjacent in launch
+    # order; only while B fits the grid's second axis (65535)
+    if row_axis is None:
+        row_axis = int(_reject_knob("QRITA_REJECT_SPLIT_ROWS_LAST", 0) == 1 and batch <= 65535)
+    if row_axis not in (0, 1) or (row_axis == 1 and batch > 65535):
+        raise ValueError(f"row_axis must be 0, or 1 with B <= 65535; got {row_axis} (B={batch})")
+    return _RejectPlan(block, group, ns, checks, per_program,
+                       (programs, batch) if row_axis else (batch, programs),
+                       batch * (5 * ns + 6 + checks + 1), ahead,
+                       _reject_knob("QRITA_REJECT_SPLIT_WARPS", 8), row_axis,
+                       _reject_knob("QRITA_REJECT_BOUND", 1) != 0 if bound is None else bound)
 
 
 def _groups_per_program(batch: int, groups: int, given: int | None) -> int:

@@ -28,7 +28,7 @@ _I64_MAX = 2**63 - 1
 _BLOCK = 128
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["seed_scalar", "offset_scalar"])
 def _uniform_kernel(seed_ptr, offset_ptr, n, seed_scalar, offset_scalar, seed_stride,
                     offset_stride, out_ptr,
                     SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr, BLOCK: tl.constexpr):
@@ -152,13 +152,13 @@ def seed_offset_args(seed: int | torch.Tensor | None, offset: int | torch.Tensor
     """Scalars go to a kernel as arguments (no device tensor to fill: host time per call), with
     ``placeholder`` as the unused pointer; tensors as int64 bit patterns (stride 0 for one
     value); seed None draws a fresh host seed that the kernel spreads over the rows."""
-    if offset is None or isinstance(offset, numbers.Integral):
+    if offset is None or type(offset) is int or isinstance(offset, numbers.Integral):
         off, off_bits, off_array = placeholder, _u64_scalar_bits(offset), False
     else:
         off, off_bits, off_array = as_u64_bits(offset, batch, device), 0, True
     if seed is None:
         seeds, seed_bits, seed_mode = placeholder, fresh_seed(), 2
-    elif isinstance(seed, numbers.Integral):
+    elif type(seed) is int or isinstance(seed, numbers.Integral):
         seeds, seed_bits, seed_mode = placeholder, _u64_scalar_bits(seed), 0
     else:
         seeds, seed_bits, seed_mode = as_u64_bits(seed, batch, device), 0, 1

@@ -265,7 +265,7 @@ def check_and_draw(row_ptr, V, masses, row_max, inv_t, inf_mode, key_t, idx_t, r
     return more, idx_t, key_t, rounds
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["p_bits", "min_p_bits", "seed_scalar", "offset_scalar"])
 def reject_topp_sample_kernel(
     x_ptr, p_ptr, min_p_ptr, seed_ptr, offset_ptr, inv_t_ptr,
     V, stride_x, inv_t, p_bits, min_p_bits, seed_scalar, offset_scalar, seed_stride,

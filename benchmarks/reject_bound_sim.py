@@ -1,0 +1,55 @@
+"""How often the rejection draw's bound decides round 0 without a check read (a NumPy model,
+not a test; docs/sampling.md, "The rejection draw", kernels item 1).
+
+    python benchmarks/reject_bound_sim.py [--rows 64] [--draws 50] [--group 2048]
+
+Per row (Zipf(1.1) and Gaussian N(0, 2^2) logits, temperature 1): draws t from the softmax, then
+bound = (sum of the weights of the groups whose max >= x_t) x (1 + 2^-10), as the statistics
+kernel computes it, in float64 here. Prints the share of draws where bound < p x Z (kept with no
+check read) and the share the check rejects (the mass before t reaches p x Z).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from qrita.testing import generators
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=64)
+    ap.add_argument("--draws", type=int, default=50)
+    ap.add_argument("--group", type=int, default=2048)
+    ap.add_argument("--vocab", default="32000,131072,151936,262144")
+    ap.add_argument("--p", default="0.5,0.9,0.99")
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    G = args.group
+    for name, make, scale in (("zipf", generators.zipf_logits, 1.1),
+                              ("gaussian", generators.gaussian_logits, 2.0)):
+        for V in map(int, args.vocab.split(",")):
+            x = make(args.rows, V, scale, rng).astype(np.float64)
+            S = -(-V // G)
+            for p in map(float, args.p.split(",")):
+                kept = rejected = n = 0
+                for row in x:
+                    w = np.exp(row - row.max())
+                    Z = w.sum()
+                    group_max = np.array([row[g * G:(g + 1) * G].max() for g in range(S)])
+                    group_w = np.array([w[g * G:(g + 1) * G].sum() for g in range(S)])
+                    for t in rng.choice(V, size=args.draws, p=w / Z):
+                        bound = group_w[group_max >= row[t]].sum() * (1 + 2**-10)
+                        ahead = (row > row[t]) | ((row == row[t]) & (np.arange(V) < t))
+                        kept += bound < p * Z
+                        rejected += w[ahead].sum() >= p * Z
+                        n += 1
+                print(f"{name:8s} V={V:6d} p={p:<5}: kept on the bound {kept / n:6.1%}, "
+                      f"rejected by the check {rejected / n:6.1%} ({n} draws)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
