@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17d]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17d|s17e]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -783,6 +783,27 @@ if [[ $stage == s17d ]]; then  # call 4: host and adapter cost per call (issue 5
   timeout 100 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
     | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -12
   timeout "${BENCH_S:-170}" python3 benchmarks/bench.py --out "$OUT/sample" --ops sample \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
+    --scenarios topp0.9,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 \
+    --no-progress --peers '' 2>&1 | grep -E "^sample" | cut -c1-140
+fi
+if [[ $stage == s17e ]]; then  # call 4: the checks' value compares and their own program target; host and adapter cost per call (issue 5); the sampler bench at the defaults
+  s=tests/test_triton_sampling.py
+  gpu_tests s17e "${TESTS_S:-150}" tests/test_triton_reject_topp.py "$s::test_gpu_batch_invariant" \
+    "$s::test_gpu_cuda_graph_capture_and_replay"
+  for env in "QRITA_REJECT_CHECK_PROGRAMS=0" "QRITA_REJECT_CHECK_PROGRAMS=16384" "QRITA_REJECT_CHECK_PROGRAMS=65536"; do
+    name=$(echo "$env" | tr '=' '_')
+    env $env timeout "${AB_S:-40}" python3 benchmarks/bench.py --out "$OUT/$name" --ops sample \
+      --vocab 131072 --dtypes float32 --batch 64,1024 --workloads zipf,gaussian \
+      --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
+      --peers '' 2>&1 | grep -E "^sample" | sed "s/^/$name /" | cut -c1-140
+  done
+  timeout 50 python3 benchmarks/host_overhead.py --out "$OUT/host" --rows 30 \
+    --only "public sample p0.9,public topk50 mask,public top_k k50" > "$OUT/host_overhead.txt" 2>&1
+  grep -E "^(public|topk|torch)" "$OUT/host_overhead.txt" | head -12
+  timeout 80 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
+    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -12
+  timeout "${BENCH_S:-140}" python3 benchmarks/bench.py --out "$OUT/sample" --ops sample \
     --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
     --scenarios topp0.9,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 \
     --no-progress --peers '' 2>&1 | grep -E "^sample" | cut -c1-140

@@ -171,9 +171,11 @@ def test_sample_takes_the_rejection_draw_where_top_k_is_off(monkeypatch):
     assert keep[np.arange(B), fresh.cpu().numpy()].all()
 
 
-@pytest.mark.parametrize("checks,per_program,ahead,row_axis,bound",
-                         [(1, 1, 1, 0, True), (2, 1, 1, 1, True), (2, 3, 2, 0, False)])
-def test_reject_split_matches_the_reference(checks, per_program, ahead, row_axis, bound):
+@pytest.mark.parametrize("checks,per_program,ahead,row_axis,bound,check_per_program",
+                         [(1, 1, 1, 0, True, None), (2, 1, 1, 1, True, 3),
+                          (2, 3, 2, 0, False, 1)])
+def test_reject_split_matches_the_reference(checks, per_program, ahead, row_axis, bound,
+                                            check_per_program):
     """The split path (each row's S groups over programs of ``per_program`` groups: group
     statistics and round 0's draw, then check launches, the last of which finishes the rows
     still rejecting in one program): every generator family, p scalar / per row / 0, min-p,
@@ -181,7 +183,8 @@ def test_reject_split_matches_the_reference(checks, per_program, ahead, row_axis
     launch every row that draws three times or more is finished in one program; 3 groups per
     program leave the last program of a row (S = 8 here) with 2; ``ahead``: tiles loaded
     ahead of use; ``row_axis`` 1: grid (P, B); ``bound``: round 0's entry kept without the
-    check read where the group statistics bound the mass before it under p x Z."""
+    check read where the group statistics bound the mass before it under p x Z;
+    ``check_per_program``: the check launches' own groups per program."""
     V = 509
     x = _families(V, "float32", 12)
     B = x.shape[0]
@@ -194,7 +197,7 @@ def test_reject_split_matches_the_reference(checks, per_program, ahead, row_axis
         tokens = launch_mod.launch_reject_topp_sample(
             _dev(x, "float32"), _arg(t), _arg(p), _arg(seeds), 6, _arg(m), rounds=rounds,
             split=True, checks=checks, groups_per_program=per_program, ahead=ahead,
-            row_axis=row_axis, bound=bound)
+            row_axis=row_axis, bound=bound, check_groups_per_program=check_per_program)
         multi += check_rows(x, tokens.cpu().numpy(), p, t, seeds, 6, m)
         _, trace = ref.sample_topp_rejection(x, p, temperature=t, min_p=m, seed=seeds, offset=6,
                                              return_trace=True)
@@ -235,11 +238,13 @@ def test_gpu_reject_topp_real_vocab(dtype):
                 check_rows(x, tokens.cpu().numpy(), p, None, seeds, 3)
             # the split's groups per program and grid order change the grid, not the token
             # (bit for bit), and so does keeping round 0's entry on the statistics' bound
-            for per_program, row_axis, bound in ((3, 0, True), (1 << 20, 0, True),
-                                                 (3, 1, True), (1, 0, False)):
+            for per_program, row_axis, bound, check_pp in (
+                    (3, 0, True, None), (1 << 20, 0, True, 1), (3, 1, True, 5),
+                    (1, 0, False, 1 << 20)):
                 again = launch_mod.launch_reject_topp_sample(
                     _dev(x, dtype), None, _arg(p), _arg(seeds), 3, split=True,
-                    groups_per_program=per_program, row_axis=row_axis, bound=bound)
-                assert torch.equal(again, tokens), (per_program, row_axis, bound)
+                    groups_per_program=per_program, row_axis=row_axis, bound=bound,
+                    check_groups_per_program=check_pp)
+                assert torch.equal(again, tokens), (per_program, row_axis, bound, check_pp)
         one = launch_mod.launch_reject_topp_sample(_dev(x[:1], dtype), None, 0.9, 5, 3)
         check_rows(x[:1], one.cpu().numpy(), 0.9, None, 5, 3)  # B = 1: a row alone

@@ -633,7 +633,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
                               groups_per_program: int | None = None,
                               ahead: int | None = None,
                               row_axis: int | None = None,
-                              bound: bool | None = None) -> torch.Tensor:
+                              bound: bool | None = None,
+                              check_groups_per_program: int | None = None) -> torch.Tensor:
     """One token per row with top-k off: top-p then min-p (either or both may be off), by the
     rejection draw: ``reject_split``'s kernels, each row's groups of tiles over programs (or,
     forced, ``reject_topp.reject_topp_sample_kernel``, one program per row).
@@ -650,7 +651,9 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     split : force the split path on / off (default :func:`_reject_split`); checks : the split
     path's check launches, >= 1 (``QRITA_REJECT_CHECKS`` or 2; the last one finishes the rows
     still rejecting, in one program each); groups_per_program : the split path's groups per
-    program (default :func:`_groups_per_program`; the token does not depend on it); ahead :
+    program (default :func:`_groups_per_program`; the token does not depend on it);
+    check_groups_per_program : the same for the check launches alone (default: as the
+    statistics launch, or from ``QRITA_REJECT_CHECK_PROGRAMS`` when that is set); ahead :
     the split path's tiles loaded ahead of use, 1 or 2 (``QRITA_REJECT_SPLIT_AHEAD`` or 1;
     speed only); row_axis : the split grid's axis of the rows, 0 (grid (B, P)) or 1 (grid
     (P, B), B <= 65535; ``QRITA_REJECT_SPLIT_ROWS_LAST=1``; default 0; speed only). The split
@@ -663,7 +666,7 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     """
     batch, vocab = x.shape
     plan = _reject_plan(batch, vocab, _reject_split(split), block, group, checks,
-                        groups_per_program, ahead, row_axis, bound)
+                        groups_per_program, ahead, row_axis, bound, check_groups_per_program)
     dev = x.device
     t_array = isinstance(temperature, torch.Tensor)
     t = 1.0 if temperature is None or t_array else float(temperature)
@@ -694,8 +697,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     launch(reject_split_stats_kernel, plan.grid, *head, per_program, ws_i, ws_f, token, rounds,
            **flags, AHEAD=ahead, ROW_AXIS=axis, BOUND=plan.bound, num_warps=warps)
     for phase in range(1, plan.checks + 1):
-        launch(reject_split_check_kernel, plan.grid, *head, per_program, phase, ws_i, ws_f,
-               token, rounds, **flags, FINISH=phase == plan.checks, AHEAD=ahead,
+        launch(reject_split_check_kernel, plan.check_grid, *head, plan.check_per_program, phase,
+               ws_i, ws_f, token, rounds, **flags, FINISH=phase == plan.checks, AHEAD=ahead,
                ROW_AXIS=axis, num_warps=warps)
     return token
 
@@ -714,13 +717,15 @@ class _RejectPlan(NamedTuple):
     warps: int
     row_axis: int  # the split grid's axis of the rows
     bound: bool  # keep round 0's entry on the group statistics' bound where it suffices
+    check_per_program: int  # groups per program of the check launches
+    check_grid: tuple[int, int]  # their grid
 
 
 @functools.lru_cache(maxsize=64)
 def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: int | None,
                  checks: int | None, groups_per_program: int | None,
-                 ahead: int | None, row_axis: int | None,
-                 bound: bool | None) -> _RejectPlan:
+                 ahead: int | None, row_axis: int | None, bound: bool | None,
+                 check_groups_per_program: int | None) -> _RejectPlan:
     """:func:`launch_reject_topp_sample`'s launch parameters (its arguments' defaults filled in
     from the knobs; cached, so a call's host work is the launches)."""
     small = interpreting()
@@ -736,13 +741,23 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
     ns = next_pow2(nseg)
     if not split:
         return _RejectPlan(block, group, ns, 0, 1, (batch, 1), 0, 1,
-                           _reject_knob("QRITA_REJECT_WARPS", 8), 0, False)
+                           _reject_knob("QRITA_REJECT_WARPS", 8), 0, False, 1, (batch, 1))
     checks = max(1, _reject_knob("QRITA_REJECT_CHECKS", 2) if checks is None else checks)
     per_program = _groups_per_program(batch, nseg, groups_per_program)
     ahead = ahead or _reject_knob("QRITA_REJECT_SPLIT_AHEAD", 1)
     if ahead not in (1, 2):
         raise ValueError(f"ahead must be 1 or 2, got {ahead}")
     programs = -(-nseg // per_program)
+    # the check launches read only the rows still undecided: their own program target
+    # (``QRITA_REJECT_CHECK_PROGRAMS``, default: the statistics' own)
+    check_target = _reject_knob("QRITA_REJECT_CHECK_PROGRAMS", 0)
+    if check_groups_per_program is not None:
+        check_per_program = max(1, min(check_groups_per_program, nseg))
+    elif check_target > 0:
+        check_per_program = _groups_per_program(batch, nseg, groups_per_program, check_target)
+    else:
+        check_per_program = per_program
+    check_programs = -(-nseg // check_per_program)
     # QRITA_REJECT_SPLIT_ROWS_LAST=1 (measuring): grid (P, B), a row's programs adjacent in launch
     # order; only while B fits the grid's second axis (65535)
     if row_axis is None:
@@ -753,18 +768,24 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
                        (programs, batch) if row_axis else (batch, programs),
                        batch * (5 * ns + 6 + checks + 1), ahead,
                        _reject_knob("QRITA_REJECT_SPLIT_WARPS", 8), row_axis,
-                       _reject_knob("QRITA_REJECT_BOUND", 1) != 0 if bound is None else bound)
+                       _reject_knob("QRITA_REJECT_BOUND", 1) != 0 if bound is None else bound,
+                       check_per_program,
+                       (check_programs, batch) if row_axis else (batch, check_programs))
 
 
-def _groups_per_program(batch: int, groups: int, given: int | None) -> int:
+def _groups_per_program(batch: int, groups: int, given: int | None,
+                        target: int | None = None) -> int:
     """Groups of the split rejection draw per program: ``given``, or ``QRITA_REJECT_SPLIT_GPP``
-    when set (> 0), else as few as keep B x programs-per-row near ``QRITA_REJECT_SPLIT_PROGRAMS``
-    (default 4096) programs per launch. Only the speed depends on it (the kernels do not
-    specialize on it: a group's sums are the same machine code's whichever program takes it)."""
+    when set (> 0), else as few as keep B x programs-per-row near ``target`` programs per launch
+    (default ``QRITA_REJECT_SPLIT_PROGRAMS`` or 4096). Only the speed depends on it (the
+    kernels do not specialize on it: a group's sums are the same machine code's whichever
+    program takes it)."""
     if given is None:
         given = _reject_knob("QRITA_REJECT_SPLIT_GPP", 0)
     if given <= 0:
-        programs = max(1, min(groups, _reject_knob("QRITA_REJECT_SPLIT_PROGRAMS", 4096) // batch))
+        if target is None:
+            target = _reject_knob("QRITA_REJECT_SPLIT_PROGRAMS", 4096)
+        programs = max(1, min(groups, target // batch))
         given = -(-groups // programs)
     return max(1, min(given, groups))
 
