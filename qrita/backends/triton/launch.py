@@ -66,11 +66,8 @@ def threshold_stages(has_k: bool, has_p: bool) -> tuple[int, ...]:
 def launch(kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
     """``kernel[grid](*args, **kwargs)`` through :func:`qrita.backends.triton.fastlaunch.launch`
     (cached compiled kernels, ~2x less host time per launch on the H200); ``QRITA_FAST_LAUNCH=0``
-    launches through Triton's own binder."""
-    if os.environ.get("QRITA_FAST_LAUNCH", "1") == "1":
-        fastlaunch.launch(kernel, grid, *args, **kwargs)
-    else:
-        kernel[grid](*args, **kwargs)
+    (read when a kernel is first launched) launches through Triton's own binder."""
+    fastlaunch.launch(kernel, grid, *args, **kwargs)
 
 
 def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
