@@ -20,6 +20,7 @@ JAX arrays are int64 with x64 enabled and int32 otherwise (as ``jax.lax.top_k``)
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,6 +56,7 @@ def is_traced(x: Any) -> bool:
     return isinstance(x, _tracer_type())
 
 
+@functools.cache
 def _tracer_type() -> type:
     import jax
 
@@ -66,6 +68,32 @@ def _tracer_type() -> type:
 
 def _devices(x: Any) -> list[Any]:
     return sorted(x.sharding.device_set, key=lambda d: d.id)
+
+
+#: sharding -> (device string, on a single GPU), for :func:`describe` (a few entries per process:
+#: one per device or device set the caller's arrays live on)
+_PLACEMENTS: dict[Any, tuple[str, bool]] = {}
+#: dtype -> its NumPy name, for :func:`describe`
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
+def _placement(x: Any) -> tuple[str, bool]:
+    """(device string, on a single GPU) of a concrete array, looked up by its sharding."""
+    sharding = x.sharding
+    try:
+        found = _PLACEMENTS.get(sharding)
+    except TypeError:  # an unhashable sharding: no cache
+        found = None
+        sharding = None
+    if found is None:
+        devices = _devices(x)
+        found = (",".join(_device_name(d) for d in devices),
+                 len(devices) == 1 and devices[0].platform in ("gpu", "cuda"))
+        if sharding is not None:
+            if len(_PLACEMENTS) >= 256:
+                _PLACEMENTS.clear()
+            _PLACEMENTS[sharding] = found
+    return found
 
 
 def _device_name(d: Any) -> str:
@@ -86,13 +114,13 @@ def describe(x: Any) -> ArrayInfo:
     picks CPU or GPU code when the program is lowered). An array sharded over several devices
     reports them joined by "," and ``on_gpu`` False (it takes the reference path).
     """
-    shape = tuple(int(n) for n in x.shape)
-    dtype = np.dtype(x.dtype).name
+    shape = tuple(map(int, x.shape))
+    dtype = _DTYPE_NAMES.get(x.dtype)
+    if dtype is None:
+        dtype = _DTYPE_NAMES[x.dtype] = np.dtype(x.dtype).name
     if is_traced(x):
         return ArrayInfo("jax", shape, dtype, "traced", writable=False, on_gpu=False)
-    devices = _devices(x)
-    device = ",".join(_device_name(d) for d in devices)
-    on_gpu = len(devices) == 1 and devices[0].platform in ("gpu", "cuda")
+    device, on_gpu = _placement(x)
     return ArrayInfo("jax", shape, dtype, device, writable=False, on_gpu=on_gpu)
 
 
@@ -140,12 +168,10 @@ def _direct_import(t: Any) -> Any:
     takes the public path (measured on a CPU: 297 -> 34 µs per call, jax 0.10.2).
     """
     try:
-        from jax._src import dlpack as jdl
-        from jax._src import dtypes
-        from jax._src.lib import _jax
-
-        if getattr(jdl, "jaxlib_extension_version", 0) < 467:
+        internals = _jax_internals()
+        if internals is None:
             return None
+        jdl, dtypes, _jax = internals
         dl_type, dev_id = t.__dlpack_device__()
         key = (int(dl_type), int(dev_id))
         target = _IMPORT_TARGETS.get(key)
@@ -165,11 +191,31 @@ def _direct_import(t: Any) -> Any:
         device, stream = target
         arr = _jax.dlpack_managed_tensor_to_buffer(t.__dlpack__(stream=stream), device, stream,
                                                    None, key[0])
-        if arr.dtype != dtypes.canonicalize_dtype(arr.dtype):
+        if arr.dtype not in _CANONICAL and arr.dtype != dtypes.canonicalize_dtype(arr.dtype):
             return None
         return arr
     except Exception:  # noqa: BLE001 - any surprise: the public path (which raises properly)
         return None
+
+
+#: dtypes JAX never canonicalises (64-bit ones depend on ``jax_enable_x64``)
+_CANONICAL = frozenset(np.dtype(n) for n in ("float32", "float16", "int32", "bool"))
+
+
+@functools.cache
+def _jax_internals() -> tuple[Any, Any, Any] | None:
+    """The ``jax._src`` modules :func:`_direct_import` uses, or None where they differ."""
+    try:
+        from jax._src import dlpack as jdl
+        from jax._src import dtypes
+        from jax._src.lib import _jax
+    except ImportError:
+        return None
+    if getattr(jdl, "jaxlib_extension_version", 0) < 467:
+        return None
+    if not hasattr(_jax, "dlpack_managed_tensor_to_buffer"):
+        return None
+    return jdl, dtypes, _jax
 
 
 def _from_dlpack(t: Any) -> Any:
