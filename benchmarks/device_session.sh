@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17d|s17e]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -759,52 +759,55 @@ if [[ $stage == s17b ]]; then  # the GPU tests of masks / top_k still owed after
   gpu_tests s17b "${TESTS_S:-400}" "$m::test_gpu_real_vocab[151936-float16]" "$m::test_gpu_real_vocab[262144-bfloat16]" \
     "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_batches"
 fi
+# sample_ab SECONDS BATCHES ENV...: the sampler's topp0.9 fp32 bench (zipf and gaussian, V =
+# 131072, graph replay) once per environment setting, into <setting>/ (A/B of a measuring knob)
+sample_ab() {
+  local seconds=$1 batches=$2; shift 2
+  for env in "$@"; do
+    name=$(echo "$env" | tr '=' '_')
+    env $env timeout "$seconds" python3 benchmarks/bench.py --out "$OUT/$name" --ops sample \
+      --vocab 131072 --dtypes float32 --batch "$batches" --workloads zipf,gaussian \
+      --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
+      --peers '' 2>&1 | grep -E "^sample" | sed "s/^/$name /" | cut -c1-140
+  done
+}
+# host_costs: host time per call at B = 1 and the adapters' cost per call (issue 5)
+host_costs() {
+  timeout 50 python3 benchmarks/host_overhead.py --out "$OUT/host" --rows 30 \
+    --only "public sample p0.9,public topk50 mask,public top_k k50" > "$OUT/host_overhead.txt" 2>&1
+  grep -E "^(public|topk|torch)" "$OUT/host_overhead.txt" | head -12
+  timeout 80 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
+    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -12
+}
 if [[ $stage == s17c ]]; then  # seventeenth session, call 3: no compile per seed / offset / p (do_not_specialize), round 0 kept on the group bound, grid (P, B); GPU tests, A/B bench, the sampler's kernel profile
   s=tests/test_triton_sampling.py
   gpu_tests s17c "${TESTS_S:-280}" tests/test_triton_reject_topp.py \
     "$s::test_gpu_no_compile_per_seed_offset_or_p" "$s::test_gpu_batch_invariant" \
     "$s::test_gpu_cuda_graph_capture_and_replay" "$s::test_gpu_public_api_torch_and_1d" \
     tests/test_fastlaunch.py tests/test_backend_gpu.py::test_jax_jit_sampler_runs_on_the_device
-  for env in "QRITA_REJECT_BOUND=1" "QRITA_REJECT_BOUND=0" "QRITA_REJECT_SPLIT_ROWS_LAST=1"; do
-    name=$(echo "$env" | tr '=' '_')
-    env $env timeout "${BENCH_S:-45}" python3 benchmarks/bench.py --out "$OUT/$name" --ops sample \
-      --vocab 131072 --dtypes float32 --batch 1,64,1024 --workloads zipf,gaussian \
-      --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
-      --peers '' 2>&1 | grep -E "^sample" | sed "s/^/$name /" | cut -c1-140
-  done
+  sample_ab "${BENCH_S:-45}" 1,64,1024 QRITA_REJECT_BOUND=1 QRITA_REJECT_BOUND=0 \
+    QRITA_REJECT_SPLIT_ROWS_LAST=1
   timeout "${PROFILE_S:-80}" python3 benchmarks/profile_pipeline.py --out "$OUT/profile" \
     --batch 1,1024 --dtypes float32 --workloads zipf,gaussian \
     --scenarios sample_topp0.9,sample_topk100_topp0.9 2>&1 | cut -c1-400 | tail -10
-fi
-if [[ $stage == s17d ]]; then  # call 4: host and adapter cost per call (issue 5), the sampler bench at the defaults
-  timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host" --rows 30 \
-    --only "public sample p0.9,public topk50 mask,public top_k k50" > "$OUT/host_overhead.txt" 2>&1
-  grep -E "^(public|topk|torch)" "$OUT/host_overhead.txt" | head -12
-  timeout 100 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
-    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -12
-  timeout "${BENCH_S:-170}" python3 benchmarks/bench.py --out "$OUT/sample" --ops sample \
-    --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
-    --scenarios topp0.9,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 \
-    --no-progress --peers '' 2>&1 | grep -E "^sample" | cut -c1-140
 fi
 if [[ $stage == s17e ]]; then  # call 4: the checks' value compares and their own program target; host and adapter cost per call (issue 5); the sampler bench at the defaults
   s=tests/test_triton_sampling.py
   gpu_tests s17e "${TESTS_S:-150}" tests/test_triton_reject_topp.py "$s::test_gpu_batch_invariant" \
     "$s::test_gpu_cuda_graph_capture_and_replay"
-  for env in "QRITA_REJECT_CHECK_PROGRAMS=0" "QRITA_REJECT_CHECK_PROGRAMS=16384" "QRITA_REJECT_CHECK_PROGRAMS=65536"; do
-    name=$(echo "$env" | tr '=' '_')
-    env $env timeout "${AB_S:-40}" python3 benchmarks/bench.py --out "$OUT/$name" --ops sample \
-      --vocab 131072 --dtypes float32 --batch 64,1024 --workloads zipf,gaussian \
-      --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
-      --peers '' 2>&1 | grep -E "^sample" | sed "s/^/$name /" | cut -c1-140
-  done
-  timeout 50 python3 benchmarks/host_overhead.py --out "$OUT/host" --rows 30 \
-    --only "public sample p0.9,public topk50 mask,public top_k k50" > "$OUT/host_overhead.txt" 2>&1
-  grep -E "^(public|topk|torch)" "$OUT/host_overhead.txt" | head -12
-  timeout 80 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
-    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -12
+  sample_ab "${AB_S:-40}" 64,1024 QRITA_REJECT_CHECK_PROGRAMS=0 \
+    QRITA_REJECT_CHECK_PROGRAMS=16384 QRITA_REJECT_CHECK_PROGRAMS=65536
+  host_costs
   timeout "${BENCH_S:-140}" python3 benchmarks/bench.py --out "$OUT/sample" --ops sample \
     --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
     --scenarios topp0.9,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 \
     --no-progress --peers '' 2>&1 | grep -E "^sample" | cut -c1-140
+fi
+if [[ $stage == s18a ]]; then  # next session, call 1 (written without a GPU): the sampler GPU tests owed since call 4, why the JAX direct import falls back, the adapters' cost after the JAX adapter's caches
+  s=tests/test_triton_sampling.py
+  gpu_tests s18a "${TESTS_S:-200}" "$s::test_gpu_batch_invariant" \
+    "$s::test_gpu_cuda_graph_capture_and_replay" "$s::test_gpu_reproducible" \
+    tests/test_backend_gpu.py
+  timeout 60 python3 benchmarks/jax_dlpack_probe.py --out "$OUT" 2>&1 | grep -v Warn | tail -30
+  host_costs
 fi
