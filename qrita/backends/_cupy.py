@@ -55,6 +55,8 @@ def from_torch(t: Any, like: Any) -> Any:
     """A CuPy array sharing ``t``'s memory. Call it inside :func:`stream_scope` (see there)."""
     import cupy
 
+    if int(like.device.id) == cupy.cuda.runtime.getDevice():  # the usual case: no context
+        return cupy.from_dlpack(t.detach())
     with like.device:
         return cupy.from_dlpack(t.detach())
 
@@ -86,14 +88,23 @@ def stream_scope(x: Any) -> Iterator[None]:
     ``torch.cuda.ExternalStream`` on the same handle). A kernel launched there is ordered after the
     CuPy work already queued on that stream, and CuPy work queued after the call is ordered after
     the kernel, with no host synchronisation. Call ``to_torch``, the kernel and ``from_torch``
-    inside the scope.
+    inside the scope. When torch already runs on that device and stream (CuPy's null stream and
+    torch's default stream of the current device: the usual case) the scope does nothing, since
+    entering device and stream contexts costs host time on every call.
     """
     import cupy
     import torch
 
     index = int(x.device.id)
-    with cupy.cuda.Device(index):
+    if index == cupy.cuda.runtime.getDevice():
         ptr = int(cupy.cuda.get_current_stream().ptr)
+    else:
+        with cupy.cuda.Device(index):
+            ptr = int(cupy.cuda.get_current_stream().ptr)
+    if (ptr == 0 and index == torch.cuda.current_device()
+            and torch.cuda.current_stream().cuda_stream == 0):
+        yield  # both on the legacy default stream of this device already
+        return
     device = torch.device("cuda", index)
     stream = (
         torch.cuda.default_stream(device)
