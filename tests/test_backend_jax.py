@@ -165,6 +165,24 @@ def test_from_torch_direct_import_is_zero_copy_and_exact(dtype):
                                   t.to(torch.float64).numpy())
 
 
+def test_direct_import_without_the_version_in_jax_dlpack(monkeypatch):
+    """jax 0.11's dlpack module no longer imports ``jaxlib_extension_version`` (0.10's does): the
+    direct import must not depend on it (it read it there up to the seventeenth session and fell
+    back to the public path on the H200's jax, 65 µs per call)."""
+    torch = pytest.importorskip("torch")
+    from jax._src import dlpack as jdl
+
+    monkeypatch.delattr(jdl, "jaxlib_extension_version", raising=False)
+    _jax._jax_internals.cache_clear()
+    try:
+        t = torch.arange(12, dtype=torch.float32)
+        direct = _jax._direct_import(t)
+        assert direct is not None and direct.unsafe_buffer_pointer() == t.data_ptr()
+    finally:
+        monkeypatch.undo()
+        _jax._jax_internals.cache_clear()
+
+
 def test_index_dtype_follows_x64():
     assert _jax.index_dtype() == (np.int64 if jax.config.jax_enable_x64 else np.int32)
 

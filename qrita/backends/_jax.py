@@ -208,13 +208,23 @@ def _jax_internals() -> tuple[Any, Any, Any] | None:
     try:
         from jax._src import dlpack as jdl
         from jax._src import dtypes
+        from jax._src import lib as jax_lib
         from jax._src.lib import _jax
     except ImportError:
         return None
-    if getattr(jdl, "jaxlib_extension_version", 0) < 467:
+    # jaxlib >= 467 takes (capsule, device, stream, copy, DLPack device type). jax's dlpack
+    # module imported the version up to 0.10 only (jax 0.11 dropped that import, which made
+    # the direct path fall back on the H200's jax: BENCHMARKS.md, seventeenth session), so it
+    # is read from jax._src.lib; a jaxlib that calls differently raises, and the caller falls
+    # back to the public path.
+    version = getattr(jax_lib, "jaxlib_extension_version", None)
+    if version is None:
+        version = getattr(jdl, "jaxlib_extension_version", 0)
+    if version < 467 or not hasattr(_jax, "dlpack_managed_tensor_to_buffer"):
         return None
-    if not hasattr(_jax, "dlpack_managed_tensor_to_buffer"):
-        return None
+    for name in ("xla_bridge", "_DL_DEVICE_TO_PLATFORM", "DLDeviceType"):
+        if not hasattr(jdl, name):
+            return None
     return jdl, dtypes, _jax
 
 
