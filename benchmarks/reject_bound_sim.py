@@ -6,7 +6,9 @@ not a test; docs/sampling.md, "The rejection draw", kernels item 1).
 Per row (Zipf(1.1) and Gaussian N(0, 2^2) logits, temperature 1): draws t from the softmax, then
 bound = (sum of the weights of the groups whose max >= x_t) x (1 + 2^-10), as the statistics
 kernel computes it, in float64 here. Prints the share of draws where bound < p x Z (kept with no
-check read) and the share the check rejects (the mass before t reaches p x Z).
+check read), the share the check rejects (the mass before t reaches p x Z), and, over the draws
+the bound leaves to the check, the share of groups the check can leave unread (max < x_t:
+``QRITA_REJECT_CHECK_SKIP=1``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             S = -(-V // G)
             for p in map(float, args.p.split(",")):
                 kept = rejected = n = 0
+                checked = unread = 0
                 for row in x:
                     w = np.exp(row - row.max())
                     Z = w.sum()
@@ -46,8 +49,12 @@ def main(argv: list[str] | None = None) -> int:
                         kept += bound < p * Z
                         rejected += w[ahead].sum() >= p * Z
                         n += 1
+                        if bound >= p * Z:
+                            checked += S
+                            unread += int((group_max < row[t]).sum())
                 print(f"{name:8s} V={V:6d} p={p:<5}: kept on the bound {kept / n:6.1%}, "
-                      f"rejected by the check {rejected / n:6.1%} ({n} draws)")
+                      f"rejected by the check {rejected / n:6.1%}, groups the check leaves "
+                      f"unread {unread / max(checked, 1):6.1%} ({n} draws)")
     return 0
 
 
