@@ -172,8 +172,8 @@ def test_sample_takes_the_rejection_draw_where_top_k_is_off(monkeypatch):
 
 
 @pytest.mark.parametrize("checks,per_program,ahead,row_axis,bound,check_per_program",
-                         [(1, 1, 1, 0, True, None), (2, 1, 1, 1, True, 3),
-                          (2, 3, 2, 0, False, 1)])
+                         [(1, 1, 1, 0, 1, None), (2, 1, 1, 1, 2, 3),
+                          (2, 3, 2, 0, 0, 1), (2, 1, 1, 0, 2, None)])
 def test_reject_split_matches_the_reference(checks, per_program, ahead, row_axis, bound,
                                             check_per_program):
     """The split path (each row's S groups over programs of ``per_program`` groups: group
@@ -183,7 +183,8 @@ def test_reject_split_matches_the_reference(checks, per_program, ahead, row_axis
     launch every row that draws three times or more is finished in one program; 3 groups per
     program leave the last program of a row (S = 8 here) with 2; ``ahead``: tiles loaded
     ahead of use; ``row_axis`` 1: grid (P, B); ``bound``: round 0's entry kept without the
-    check read where the group statistics bound the mass before it under p x Z;
+    check read where the group statistics bound the mass before it under p x Z (2: with the
+    groups' near masses too);
     ``check_per_program``: the check launches' own groups per program."""
     V = 509
     x = _families(V, "float32", 12)
@@ -239,8 +240,8 @@ def test_gpu_reject_topp_real_vocab(dtype):
             # the split's groups per program and grid order change the grid, not the token
             # (bit for bit), and so does keeping round 0's entry on the statistics' bound
             for per_program, row_axis, bound, check_pp in (
-                    (3, 0, True, None), (1 << 20, 0, True, 1), (3, 1, True, 5),
-                    (1, 0, False, 1 << 20)):
+                    (3, 0, 1, None), (1 << 20, 0, 2, 1), (3, 1, 1, 5),
+                    (1, 0, 0, 1 << 20), (3, 0, 2, None)):
                 again = launch_mod.launch_reject_topp_sample(
                     _dev(x, dtype), None, _arg(p), _arg(seeds), 3, split=True,
                     groups_per_program=per_program, row_axis=row_axis, bound=bound,

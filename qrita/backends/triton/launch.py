@@ -630,7 +630,7 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
                               groups_per_program: int | None = None,
                               ahead: int | None = None,
                               row_axis: int | None = None,
-                              bound: bool | None = None,
+                              bound: int | None = None,
                               check_groups_per_program: int | None = None) -> torch.Tensor:
     """One token per row with top-k off: top-p then min-p (either or both may be off), by the
     rejection draw: ``reject_split``'s kernels, each row's groups of tiles over programs (or,
@@ -655,8 +655,9 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     speed only); row_axis : the split grid's axis of the rows, 0 (grid (B, P)) or 1 (grid
     (P, B), B <= 65535; ``QRITA_REJECT_SPLIT_ROWS_LAST=1``; default 0; speed only). The split
     keeps round 0's entry without a check read where the group statistics bound the mass
-    before it under p x Z (``bound``; default: unless ``QRITA_REJECT_BOUND=0``; speed only).
-    Warps:
+    before it under p x Z (``bound``: 0 never, 1 (default) from the group masses, 2 also from
+    each group's mass within 4 nats of its max, unmeasured on a GPU yet; ``QRITA_REJECT_BOUND``;
+    speed only). Warps:
     ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 8).
 
     Returns tokens (B,) int64.
@@ -692,7 +693,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     ws_f = ws_i.view(torch.float32)
     per_program, ahead, warps, axis = plan.per_program, plan.ahead, plan.warps, plan.row_axis
     launch(reject_split_stats_kernel, plan.grid, *head, per_program, ws_i, ws_f, token, rounds,
-           **flags, AHEAD=ahead, ROW_AXIS=axis, BOUND=plan.bound, num_warps=warps)
+           **flags, AHEAD=ahead, ROW_AXIS=axis, BOUND=plan.bound > 0,
+           NEAR=4.0 if plan.bound == 2 else 0.0, num_warps=warps)
     for phase in range(1, plan.checks + 1):
         launch(reject_split_check_kernel, plan.check_grid, *head, plan.check_per_program, phase,
                ws_i, ws_f, token, rounds, **flags, FINISH=phase == plan.checks, AHEAD=ahead,
@@ -713,7 +715,8 @@ class _RejectPlan(NamedTuple):
     ahead: int  # tiles loaded ahead of use
     warps: int
     row_axis: int  # the split grid's axis of the rows
-    bound: bool  # keep round 0's entry on the group statistics' bound where it suffices
+    bound: int  # keep round 0's entry on the group statistics' bound: 0 never, 1 the group
+    # masses, 2 also each group's mass within 4 nats of its max
     check_per_program: int  # groups per program of the check launches
     check_grid: tuple[int, int]  # their grid
 
@@ -721,7 +724,7 @@ class _RejectPlan(NamedTuple):
 @functools.lru_cache(maxsize=64)
 def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: int | None,
                  checks: int | None, groups_per_program: int | None,
-                 ahead: int | None, row_axis: int | None, bound: bool | None,
+                 ahead: int | None, row_axis: int | None, bound: int | None,
                  check_groups_per_program: int | None) -> _RejectPlan:
     """:func:`launch_reject_topp_sample`'s launch parameters (its arguments' defaults filled in
     from the knobs; cached, so a call's host work is the launches)."""
@@ -738,7 +741,7 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
     ns = next_pow2(nseg)
     if not split:
         return _RejectPlan(block, group, ns, 0, 1, (batch, 1), 0, 1,
-                           _reject_knob("QRITA_REJECT_WARPS", 8), 0, False, 1, (batch, 1))
+                           _reject_knob("QRITA_REJECT_WARPS", 8), 0, 0, 1, (batch, 1))
     checks = max(1, _reject_knob("QRITA_REJECT_CHECKS", 2) if checks is None else checks)
     per_program = _groups_per_program(batch, nseg, groups_per_program)
     ahead = ahead or _reject_knob("QRITA_REJECT_SPLIT_AHEAD", 1)
@@ -765,7 +768,7 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
                        (programs, batch) if row_axis else (batch, programs),
                        batch * (5 * ns + 6 + checks + 1), ahead,
                        _reject_knob("QRITA_REJECT_SPLIT_WARPS", 8), row_axis,
-                       _reject_knob("QRITA_REJECT_BOUND", 1) != 0 if bound is None else bound,
+                       _reject_knob("QRITA_REJECT_BOUND", 1) if bound is None else int(bound),
                        check_per_program,
                        (check_programs, batch) if row_axis else (batch, check_programs))
 

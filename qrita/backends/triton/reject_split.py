@@ -109,11 +109,13 @@ def _advance(row_ptr, offs, end, x_next, x_later, BLOCK: tl.constexpr, AHEAD: tl
 
 @triton.jit
 def _group_mass(row_ptr, g, end, x_next, x_later, inv_t, BLOCK: tl.constexpr,
-                GROUP: tl.constexpr, AHEAD: tl.constexpr):
+                GROUP: tl.constexpr, AHEAD: tl.constexpr, NEAR: tl.constexpr):
     """Group g's max and mass relative to it (per lane an online max and mass, as
     ``reject_topp._row_stats``; the max and mass of its finite entries) and its +inf count.
     ``x_next`` / ``x_later``: the read-ahead (:func:`_start`, :func:`_advance`; -inf past
-    ``end``), returned as it stands after the group."""
+    ``end``), returned as it stands after the group. NEAR > 0: also the mass of the lanes whose
+    max lies within NEAR + 1/64 nats (at 1 / t) of the group's max, an upper bound of the mass
+    of the group's entries within NEAR of it (exact for one tile per group); else that is 0."""
     lanes = tl.arange(0, BLOCK)
     scale2 = inv_t * 1.4426950408889634
     lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
@@ -125,8 +127,14 @@ def _group_mass(row_ptr, g, end, x_next, x_later, inv_t, BLOCK: tl.constexpr,
         lane_max, lane_mass, lane_inf = online_mass(x, lane_max, lane_mass, lane_inf, scale2)
     m = tl.max(lane_max, axis=0)
     m_ref = tl.where(m > -float("inf"), m, 0.0)
-    mass = tl.sum(lane_mass * tl.exp2((lane_max - m_ref) * scale2), axis=0)
-    return m, mass, tl.sum(lane_inf, axis=0), x_next, x_later
+    exponent = (lane_max - m_ref) * scale2
+    scaled = lane_mass * tl.exp2(exponent)
+    mass = tl.sum(scaled, axis=0)
+    near = mass * 0.0
+    if NEAR > 0:
+        near = tl.sum(tl.where(exponent >= -(NEAR + 1.0 / 64.0) * 1.4426950408889634, scaled,
+                               0.0), axis=0)
+    return m, mass, tl.sum(lane_inf, axis=0), near, x_next, x_later
 
 
 @triton.jit
@@ -172,16 +180,22 @@ def _group_before(row_ptr, g, end, x_next, x_later, row_max, inv_t, inf_mode, ke
 
 
 @triton.jit
-def _kept_by_bound(group_max, masses, key_t, row_max, inv_t, inf_mode, p_on, target, min_p_on,
-                   min_w):
+def _kept_by_bound(group_max, masses, near_masses, key_t, row_max, inv_t, inf_mode, p_on,
+                   target, min_p_on, min_w, NEAR: tl.constexpr):
     """Whether round 0's entry is kept on the group statistics alone, without the check read.
     Every entry before it in the rank order (a larger value, or the same at a lower index) lies in
     a group whose max is at least its value, so those groups' masses bound the mass before it
-    from above; with 2^-10 of slack for the float32 sums, a bound under p x Z means the check
+    from above; with NEAR > 0, a group whose max is within NEAR nats (at 1 / t) of the entry's
+    value counts only its near mass (:func:`_group_mass`), which holds every entry at or above
+    that value. With 2^-10 of slack for the float32 sums, a bound under p x Z means the check
     read would keep it too (far from the margin: the token cannot change). Rows with +inf are
     left to the check read."""
     x_t = key_to_value(key_t)
-    bound = tl.sum(tl.where(group_max >= x_t, masses, 0.0), axis=0) * (1.0 + 1.0 / 1024.0)
+    reach = tl.where(group_max >= x_t, masses, 0.0)
+    if NEAR > 0:
+        close = (group_max >= x_t) & ((group_max - x_t) * inv_t <= NEAR)
+        reach = tl.where(close, tl.minimum(near_masses, masses), reach)
+    bound = tl.sum(reach, axis=0) * (1.0 + 1.0 / 1024.0)
     return ~inf_mode & ~reject_check(bound, key_t, row_max, inv_t, inf_mode, p_on, target,
                                      min_p_on, min_w)
 
@@ -223,7 +237,7 @@ def reject_split_stats_kernel(
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, HAS_MIN_P: tl.constexpr,
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
     TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
-    AHEAD: tl.constexpr, ROW_AXIS: tl.constexpr, BOUND: tl.constexpr,
+    AHEAD: tl.constexpr, ROW_AXIS: tl.constexpr, BOUND: tl.constexpr, NEAR: tl.constexpr,
 ):
     """Phase 0, grid (B, P): group statistics, then (last program of the row) round 0's draw.
 
@@ -233,7 +247,8 @@ def reject_split_stats_kernel(
     ``ws_f_ptr``: one zeroed buffer as int32 / float32, carved by ``_scratch``); AHEAD: tiles
     loaded ahead of use (1 or 2; speed only); ROW_AXIS: the grid's row axis, grid (B, P) for 0,
     (P, B) for 1 (speed only); BOUND: keep round 0's entry without the check read where the
-    group statistics bound the mass before it under p x Z (:func:`_kept_by_bound`; speed only).
+    group statistics bound the mass before it under p x Z (:func:`_kept_by_bound`; speed only);
+    NEAR > 0: the bound also uses each group's mass within NEAR nats of its max (speed only).
     Decided rows (greedy, no mass, or top-p and min-p
     off) get their token and rounds here.
     """
@@ -245,6 +260,8 @@ def reject_split_stats_kernel(
         offset_stride, row64, SEED_MODE, OFFSET_ARRAY, TEMP_ARRAY)
     seg_f = seg_f_ptr + row64 * 3 * NS_P2
     seg_i = seg_i_ptr + row64 * 2 * NS_P2
+    # a row that is not greedy leaves seg_i free: its group near masses go there, as float32
+    seg_near = ws_f_ptr + tl.num_programs(ROW_AXIS) * 3 * NS_P2 + row64 * 2 * NS_P2
     n_groups = tl.cdiv(V, BLOCK * GROUP)
     first_g, count, end = _program_groups(program, groups_per_program, V, BLOCK, GROUP)
     x_next, x_later = _start(row_ptr, first_g, end, BLOCK, GROUP, AHEAD)
@@ -258,11 +275,13 @@ def reject_split_stats_kernel(
     else:
         for j in range(0, count):
             g = first_g + j
-            m, mass, n_inf, x_next, x_later = _group_mass(row_ptr, g, end, x_next, x_later,
-                                                          inv_t, BLOCK, GROUP, AHEAD)
+            m, mass, n_inf, near, x_next, x_later = _group_mass(
+                row_ptr, g, end, x_next, x_later, inv_t, BLOCK, GROUP, AHEAD, NEAR)
             tl.store(seg_f + g, m)
             tl.store(seg_f + NS_P2 + g, mass)
             tl.store(seg_f + 2 * NS_P2 + g, n_inf)
+            if NEAR > 0:
+                tl.store(seg_near + g, near)
     if arrive_last(arrivals_ptr, row, n_programs):
         ids = tl.arange(0, NS_P2)
         here = ids < n_groups
@@ -289,8 +308,13 @@ def reject_split_stats_kernel(
             rounds = rounds + 1
             undecided = p_on | min_p_on
             if BOUND:
-                undecided = undecided & ~_kept_by_bound(group_max, masses, key_t, row_max, inv_t,
-                                                        inf_mode, p_on, target, min_p_on, min_w)
+                near_masses = masses
+                if NEAR > 0:
+                    group_near = tl.load(seg_near + ids, mask=here_f, other=0.0)
+                    near_masses = group_near * tl.exp((group_max - row_ref) * inv_t)
+                undecided = undecided & ~_kept_by_bound(
+                    group_max, masses, near_masses, key_t, row_max, inv_t, inf_mode, p_on,
+                    target, min_p_on, min_w, NEAR)
             flags = tl.where(undecided, flags - 1, flags)
         elif greedy:  # the first entry of the order, from the groups' firsts
             keys = tl.load(seg_i + ids, mask=here, other=KEY_NAN)
