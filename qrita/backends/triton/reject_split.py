@@ -161,10 +161,10 @@ def _group_first(row_ptr, V, g, end, x_next, x_later, BLOCK: tl.constexpr,
 def _group_before(row_ptr, g, end, x_next, x_later, row_max, inv_t, inf_mode, key_t, idx_t,
                   BLOCK: tl.constexpr, GROUP: tl.constexpr, AHEAD: tl.constexpr):
     """Group g's mass of the entries before (key_t, idx_t) in the rank order (per-lane sums, one
-    reduction: ``reject_topp._masses_before``'s value for the group); the
-    read-ahead as in :func:`_group_mass`. A row without +inf compares values instead of order
-    keys: the same entries (NaN is never before a finite value, -0.0 ties with 0.0) with the
-    weight formula, exp((x - max) / t), in fewer instructions."""
+    reduction: ``reject_topp._masses_before``'s value for the group); the read-ahead as in
+    :func:`_group_mass`. A row without +inf compares values instead of order keys: the same
+    entries (NaN is never before a finite value, -0.0 ties with 0.0) with the same weight
+    formula, exp((x - max) / t), in fewer instructions."""
     lanes = tl.arange(0, BLOCK)
     lane_mass = tl.zeros([BLOCK], tl.float32)
     x_t = key_to_value(key_t)
@@ -173,7 +173,7 @@ def _group_before(row_ptr, g, end, x_next, x_later, row_max, inv_t, inf_mode, ke
         x, x_next, x_later = _advance(row_ptr, offs, end, x_next, x_later, BLOCK, AHEAD)
         if inf_mode:
             lane_mass += _live_weights(x, offs, row_max, inv_t, inf_mode, key_t, idx_t, True)
-        else:  # x_t and the row's max are finite; entries before x_t are finite or +inf-free
+        else:  # no +inf in the row: x_t, the row's max and every entry before t_r are finite
             ahead = (x > x_t) | ((x == x_t) & (offs < idx_t))
             lane_mass += tl.where(ahead, tl.exp((x - row_max) * inv_t), 0.0)
     return tl.sum(lane_mass, axis=0), x_next, x_later
