@@ -805,9 +805,9 @@ if [[ $stage == s17e ]]; then  # call 4: the checks' value compares and their ow
 fi
 if [[ $stage == s18a ]]; then  # next session, call 1 (written without a GPU): the sampler GPU tests owed since call 4, the JAX direct import's fix (jax_dlpack_probe) and the adapters' cost after the JAX / CuPy adapter changes, the bound with the groups' near masses (QRITA_REJECT_BOUND=2) against the default
   s=tests/test_triton_sampling.py
-  gpu_tests s18a "${TESTS_S:-200}" "$s::test_gpu_batch_invariant" \
+  gpu_tests s18a "${TESTS_S:-270}" "$s::test_gpu_batch_invariant" \
     "$s::test_gpu_cuda_graph_capture_and_replay" "$s::test_gpu_reproducible" \
-    tests/test_backend_gpu.py
+    tests/test_backend_gpu.py tests/test_triton_reject_topp.py::test_gpu_reject_topp_real_vocab
   timeout 60 python3 benchmarks/jax_dlpack_probe.py --out "$OUT" 2>&1 | grep -v Warn | tail -30
   host_costs
   sample_ab "${AB_S:-40}" 1,64,1024 QRITA_REJECT_BOUND=1 QRITA_REJECT_BOUND=2
