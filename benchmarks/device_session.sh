@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -764,7 +764,7 @@ fi
 sample_ab() {
   local seconds=$1 batches=$2; shift 2
   for env in "$@"; do
-    name=$(echo "$env" | tr '=' '_')
+    name=$(echo "$env" | tr ' =' '__')
     env $env timeout "$seconds" python3 benchmarks/bench.py --out "$OUT/$name" --ops sample \
       --vocab 131072 --dtypes float32 --batch "$batches" --workloads zipf,gaussian \
       --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
@@ -811,4 +811,17 @@ if [[ $stage == s18a ]]; then  # next session, call 1 (written without a GPU): t
   timeout 60 python3 benchmarks/jax_dlpack_probe.py --out "$OUT" 2>&1 | grep -v Warn | tail -30
   host_costs
   sample_ab "${AB_S:-40}" 1,64,1024 QRITA_REJECT_BOUND=1 QRITA_REJECT_BOUND=2
+fi
+if [[ $stage == s18b ]]; then  # call 3: more check launches (a row's rounds past the last launch run in one program, a latency tail) with the bound at 1 and 2; the reject GPU test (bound 2 compared); where the adapters' host time goes (cProfile); the kernels' profile
+  gpu_tests s18b "${TESTS_S:-150}" tests/test_triton_reject_topp.py::test_gpu_reject_topp_real_vocab
+  sample_ab "${AB_S:-36}" 64,1024 "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2" \
+    "QRITA_REJECT_CHECKS=4 QRITA_REJECT_BOUND=2" "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=1"
+  for env in "QRITA_REJECT_CHECKS=2 QRITA_REJECT_BOUND=2" "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2"; do
+    name=$(echo "$env" | tr ' =' '__')
+    env $env timeout "${PROFILE_S:-50}" python3 benchmarks/profile_pipeline.py \
+      --out "$OUT/profile_$name" --batch 1024 --dtypes float32 --workloads zipf,gaussian \
+      --scenarios sample_topp0.9 2>&1 | cut -c1-400 | tail -4
+  done
+  timeout "${ADAPTER_S:-90}" python3 benchmarks/adapter_profile.py --calls 1000 --out "$OUT" \
+    2>&1 | grep -v Warn | head -12
 fi
