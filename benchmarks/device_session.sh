@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -824,4 +824,12 @@ if [[ $stage == s18b ]]; then  # call 3: more check launches (a row's rounds pas
   done
   timeout "${ADAPTER_S:-90}" python3 benchmarks/adapter_profile.py --calls 1000 --out "$OUT" \
     2>&1 | grep -v Warn | head -12
+fi
+if [[ $stage == s18c ]]; then  # call 4: fewer reductions per entry in the split (groups of 2 or 4 tiles, or 4096-entry tiles; the statistics kernel is bound by its per-group reductions: one more cost 31 µs at B = 1024), 3 check launches
+  sample_ab "${AB_S:-34}" 1,64,1024 \
+    "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2 QRITA_REJECT_SPLIT_GROUP=2" \
+    "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=1 QRITA_REJECT_SPLIT_GROUP=2" \
+    "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2 QRITA_REJECT_SPLIT_GROUP=4" \
+    "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2 QRITA_REJECT_SPLIT_BLOCK=4096" \
+    "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2"
 fi
