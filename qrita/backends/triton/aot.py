@@ -201,12 +201,13 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "offset_scalar": "i64", "seed_stride": "i32", "offset_stride": "i32",
             "groups_per_program": "i32"}
         split_flags = dict(HAS_P=True, P_ARRAY=True, HAS_MIN_P=True, MIN_P_ARRAY=False,
-                           SEED_MODE=1, OFFSET_ARRAY=True, TEMP_ARRAY=True, BLOCK=2048, GROUP=1,
-                           NS_P2=64, AHEAD=1, ROW_AXIS=0)
+                           SEED_MODE=1, OFFSET_ARRAY=True, TEMP_ARRAY=True, BLOCK=2048, GROUP=2,
+                           NS_P2=32, AHEAD=1, ROW_AXIS=0)
         tail = {"ws_i_ptr": "*i32", "ws_f_ptr": "*fp32", "token_ptr": "*i64", "rounds_ptr": "*i32"}
         out["reject_split_stats"] = _compile(reject_split.reject_split_stats_kernel,
                                              {**head, **tail},
-                                             {**split_flags, "BOUND": True, "NEAR": 4.0},
+                                             {**split_flags, "BOUND": True, "NEAR": 4.0,
+                                              "FUSED": True},
                                              target, 8)
         for finish in (False, True):
             out[f"reject_split_check_{finish}"] = _compile(

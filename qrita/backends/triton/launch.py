@@ -644,20 +644,22 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     kernel); rounds : optional (B,) int32 receiving the draws per row; block : entries per tile
     (default ``QRITA_REJECT_BLOCK`` or 2048, split: ``QRITA_REJECT_SPLIT_BLOCK`` or 2048; 128 /
     32 under the interpreter); group : tiles per group, a power of two (``QRITA_REJECT_GROUP`` or
-    8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 1; 2 under the interpreter);
+    8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 2; 2 under the interpreter; the split's sums, so a
+    token at a margin, depend on it, so it is the same at every batch size);
     split : force the split path on / off (default :func:`_reject_split`); checks : the split
-    path's check launches, >= 1 (``QRITA_REJECT_CHECKS`` or 2; the last one finishes the rows
-    still rejecting, in one program each); groups_per_program : the split path's groups per
-    program (default :func:`_groups_per_program`; the token does not depend on it);
+    path's check launches, >= 1 (``QRITA_REJECT_CHECKS`` or 3; the last one finishes the rows
+    still rejecting, in one program each: a latency tail, so a third launch pays);
+    groups_per_program : the split path's groups per program (default :func:`_groups_per_program`; the token does not depend on it);
     check_groups_per_program : the same for the check launches alone (default: as the
     statistics launch, or from ``QRITA_REJECT_CHECK_PROGRAMS`` when that is set); ahead :
     the split path's tiles loaded ahead of use, 1 or 2 (``QRITA_REJECT_SPLIT_AHEAD`` or 1;
     speed only); row_axis : the split grid's axis of the rows, 0 (grid (B, P)) or 1 (grid
     (P, B), B <= 65535; ``QRITA_REJECT_SPLIT_ROWS_LAST=1``; default 0; speed only). The split
     keeps round 0's entry without a check read where the group statistics bound the mass
-    before it under p x Z (``bound``: 0 never, 1 (default) from the group masses, 2 also from
-    each group's mass within 4 nats of its max, unmeasured on a GPU yet; ``QRITA_REJECT_BOUND``;
-    speed only). Warps:
+    before it under p x Z (``bound``: 0 never, 1 from the group masses, 2 (default) also from
+    each group's mass within 4 nats of its max; ``QRITA_REJECT_BOUND``; speed only). The
+    statistics kernel reduces its groups in pairs unless ``QRITA_REJECT_FUSED=0`` (a measuring
+    knob: the sums differ in the last bits). Warps:
     ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 8).
 
     Returns tokens (B,) int64.
@@ -694,7 +696,7 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     per_program, ahead, warps, axis = plan.per_program, plan.ahead, plan.warps, plan.row_axis
     launch(reject_split_stats_kernel, plan.grid, *head, per_program, ws_i, ws_f, token, rounds,
            **flags, AHEAD=ahead, ROW_AXIS=axis, BOUND=plan.bound > 0,
-           NEAR=4.0 if plan.bound == 2 else 0.0, num_warps=warps)
+           NEAR=4.0 if plan.bound == 2 else 0.0, FUSED=plan.fused, num_warps=warps)
     for phase in range(1, plan.checks + 1):
         launch(reject_split_check_kernel, plan.check_grid, *head, plan.check_per_program, phase,
                ws_i, ws_f, token, rounds, **flags, FINISH=phase == plan.checks, AHEAD=ahead,
@@ -719,6 +721,7 @@ class _RejectPlan(NamedTuple):
     # masses, 2 also each group's mass within 4 nats of its max
     check_per_program: int  # groups per program of the check launches
     check_grid: tuple[int, int]  # their grid
+    fused: bool  # the statistics' group reductions in pairs (``QRITA_REJECT_FUSED``, default 1)
 
 
 @functools.lru_cache(maxsize=64)
@@ -731,7 +734,7 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
     small = interpreting()
     if split:
         block = block or (32 if small else _reject_knob("QRITA_REJECT_SPLIT_BLOCK", 2048))
-        group = group or (2 if small else _reject_knob("QRITA_REJECT_SPLIT_GROUP", 1))
+        group = group or (2 if small else _reject_knob("QRITA_REJECT_SPLIT_GROUP", 2))
     else:
         block = block or (128 if small else _reject_knob("QRITA_REJECT_BLOCK", 2048))
         group = group or (2 if small else _reject_knob("QRITA_REJECT_GROUP", 8))
@@ -741,8 +744,8 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
     ns = next_pow2(nseg)
     if not split:
         return _RejectPlan(block, group, ns, 0, 1, (batch, 1), 0, 1,
-                           _reject_knob("QRITA_REJECT_WARPS", 8), 0, 0, 1, (batch, 1))
-    checks = max(1, _reject_knob("QRITA_REJECT_CHECKS", 2) if checks is None else checks)
+                           _reject_knob("QRITA_REJECT_WARPS", 8), 0, 0, 1, (batch, 1), False)
+    checks = max(1, _reject_knob("QRITA_REJECT_CHECKS", 3) if checks is None else checks)
     per_program = _groups_per_program(batch, nseg, groups_per_program)
     ahead = ahead or _reject_knob("QRITA_REJECT_SPLIT_AHEAD", 1)
     if ahead not in (1, 2):
@@ -768,9 +771,10 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
                        (programs, batch) if row_axis else (batch, programs),
                        batch * (5 * ns + 6 + checks + 1), ahead,
                        _reject_knob("QRITA_REJECT_SPLIT_WARPS", 8), row_axis,
-                       _reject_knob("QRITA_REJECT_BOUND", 1) if bound is None else int(bound),
+                       _reject_knob("QRITA_REJECT_BOUND", 2) if bound is None else int(bound),
                        check_per_program,
-                       (check_programs, batch) if row_axis else (batch, check_programs))
+                       (check_programs, batch) if row_axis else (batch, check_programs),
+                       _reject_knob("QRITA_REJECT_FUSED", 1) != 0)
 
 
 def _groups_per_program(batch: int, groups: int, given: int | None,
