@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -832,4 +832,15 @@ if [[ $stage == s18c ]]; then  # call 4: fewer reductions per entry in the split
     "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2 QRITA_REJECT_SPLIT_GROUP=4" \
     "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2 QRITA_REJECT_SPLIT_BLOCK=4096" \
     "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2"
+fi
+if [[ $stage == s18d ]]; then  # call 5 (final kernels: groups of 2, 3 checks, bound 2): the CuPy adapter's bare capsules (GPU tests, cost per call), the pair reductions and read-ahead A/B, the sampler GPU tests
+  s=tests/test_triton_sampling.py
+  gpu_tests s18d_cupy "${CUPY_S:-70}" tests/test_backend_gpu.py -k cupy
+  sample_ab "${AB_S:-34}" 1,64,1024 QRITA_REJECT_FUSED=1 QRITA_REJECT_FUSED=0 \
+    QRITA_REJECT_SPLIT_AHEAD=2
+  timeout 80 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
+    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -12
+  gpu_tests s18d "${TESTS_S:-240}" tests/test_triton_reject_topp.py::test_gpu_reject_topp_real_vocab \
+    "$s::test_gpu_batch_invariant" "$s::test_gpu_cuda_graph_capture_and_replay" \
+    "$s::test_gpu_reproducible"
 fi

@@ -202,6 +202,10 @@ def test_cupy_masks_zero_copy(calls, dtype):
         assert_mask_ok(cupy.asnumpy(out), x_np, k, p)
         assert calls[-1]["in_ptr"] == x.data.ptr
         assert calls[-1]["out_ptr"] == out.data.ptr
+    # the exchange went through bare capsules (no stream handshake), not the public fallback
+    from qrita.backends import _cupy as cupy_adapter
+
+    assert cupy_adapter._capsule_exchange() is not None and cupy_adapter._BARE["ok"]
 
 
 def test_cupy_top_k(calls):
