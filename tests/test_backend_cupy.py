@@ -81,3 +81,74 @@ def test_torch_round_trip_is_zero_copy():
         assert t.device.index == x.device.id
         back = _cupy.from_torch(t, like=x)
     assert back.data.ptr == x.data.ptr
+
+
+def _fake_cupy_dlpack(monkeypatch, to_capsule, from_capsule):
+    """A stand-in ``cupy._core.dlpack`` with the two capsule functions (no CuPy needed)."""
+    import types
+
+    cupy = types.ModuleType("cupy")
+    core = types.ModuleType("cupy._core")
+    dlpack = types.ModuleType("cupy._core.dlpack")
+    dlpack.toDlpack, dlpack.fromDlpack = to_capsule, from_capsule
+    cupy._core, core.dlpack = core, dlpack
+    for name, mod in (("cupy", cupy), ("cupy._core", core), ("cupy._core.dlpack", dlpack)):
+        monkeypatch.setitem(sys.modules, name, mod)
+
+
+def _deprecated(fn):
+    def wrapped(arg):
+        import warnings
+
+        warnings.warn("This function is deprecated and will be removed", DeprecationWarning,
+                      stacklevel=2)
+        return fn(arg)
+
+    return wrapped
+
+
+def test_bare_capsules_cross_both_ways_and_silence_only_their_own_warning(monkeypatch):
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    from qrita.backends import _cupy
+
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    _fake_cupy_dlpack(monkeypatch, _deprecated(lambda a: torch.utils.dlpack.to_dlpack(a)),
+                      _deprecated(torch.utils.dlpack.from_dlpack))
+    monkeypatch.setitem(_cupy._BARE, "ok", True)
+    _cupy._capsule_exchange.cache_clear()
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            exchange = _cupy._capsule_exchange()  # its filter goes before "always"
+            assert exchange is not None
+            there = _cupy.to_torch(t)  # the stand-in "CuPy array" is a CPU tensor here
+            back = _cupy.from_torch(there, like=None)
+            assert not seen  # called from the adapter: silenced
+            exchange[0](t)  # called from anywhere else: still warned
+            assert len(seen) == 1 and "deprecated" in str(seen[0].message)
+        assert there.data_ptr() == t.data_ptr() and back.data_ptr() == t.data_ptr()
+        assert _cupy._BARE["ok"]
+    finally:
+        _cupy._capsule_exchange.cache_clear()
+
+
+def test_a_failing_bare_exchange_falls_back_to_the_public_one(monkeypatch):
+    torch = pytest.importorskip("torch")
+
+    from qrita.backends import _cupy
+
+    def broken(_):
+        raise TypeError("not this CuPy's signature")
+
+    _fake_cupy_dlpack(monkeypatch, broken, broken)
+    monkeypatch.setitem(_cupy._BARE, "ok", True)
+    _cupy._capsule_exchange.cache_clear()
+    try:
+        t = torch.ones(5)
+        out = _cupy.to_torch(t)  # torch.from_dlpack(t): the public exchange
+        assert out.data_ptr() == t.data_ptr()
+        assert _cupy._BARE["ok"] is False  # decided once for the process
+    finally:
+        _cupy._capsule_exchange.cache_clear()

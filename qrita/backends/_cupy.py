@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -67,6 +68,10 @@ def _capsule_exchange() -> tuple[Any, Any] | None:
     from_capsule = getattr(dlpack, "fromDlpack", None)
     if to_capsule is None or from_capsule is None:
         return None
+    # CuPy marks these deprecated (a VisibleDeprecationWarning per call site): silenced for the
+    # calls of this module only; where CuPy removes them, the public exchange takes over
+    warnings.filterwarnings("ignore", message="This function is deprecated",
+                            module=r"qrita\.backends\._cupy")
     return to_capsule, from_capsule
 
 

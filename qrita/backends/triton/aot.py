@@ -206,8 +206,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         tail = {"ws_i_ptr": "*i32", "ws_f_ptr": "*fp32", "token_ptr": "*i64", "rounds_ptr": "*i32"}
         out["reject_split_stats"] = _compile(reject_split.reject_split_stats_kernel,
                                              {**head, **tail},
-                                             {**split_flags, "BOUND": True, "NEAR": 4.0,
-                                              "FUSED": True},
+                                             {**split_flags, "BOUND": True, "NEAR": 4.0},
                                              target, 8)
         for finish in (False, True):
             out[f"reject_split_check_{finish}"] = _compile(

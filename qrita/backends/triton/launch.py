@@ -657,9 +657,7 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     (P, B), B <= 65535; ``QRITA_REJECT_SPLIT_ROWS_LAST=1``; default 0; speed only). The split
     keeps round 0's entry without a check read where the group statistics bound the mass
     before it under p x Z (``bound``: 0 never, 1 from the group masses, 2 (default) also from
-    each group's mass within 4 nats of its max; ``QRITA_REJECT_BOUND``; speed only). The
-    statistics kernel reduces its groups in pairs unless ``QRITA_REJECT_FUSED=0`` (a measuring
-    knob: the sums differ in the last bits). Warps:
+    each group's mass within 4 nats of its max; ``QRITA_REJECT_BOUND``; speed only). Warps:
     ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 8).
 
     Returns tokens (B,) int64.
@@ -696,7 +694,7 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     per_program, ahead, warps, axis = plan.per_program, plan.ahead, plan.warps, plan.row_axis
     launch(reject_split_stats_kernel, plan.grid, *head, per_program, ws_i, ws_f, token, rounds,
            **flags, AHEAD=ahead, ROW_AXIS=axis, BOUND=plan.bound > 0,
-           NEAR=4.0 if plan.bound == 2 else 0.0, FUSED=plan.fused, num_warps=warps)
+           NEAR=4.0 if plan.bound == 2 else 0.0, num_warps=warps)
     for phase in range(1, plan.checks + 1):
         launch(reject_split_check_kernel, plan.check_grid, *head, plan.check_per_program, phase,
                ws_i, ws_f, token, rounds, **flags, FINISH=phase == plan.checks, AHEAD=ahead,
@@ -721,7 +719,6 @@ class _RejectPlan(NamedTuple):
     # masses, 2 also each group's mass within 4 nats of its max
     check_per_program: int  # groups per program of the check launches
     check_grid: tuple[int, int]  # their grid
-    fused: bool  # the statistics' group reductions in pairs (``QRITA_REJECT_FUSED``, default 1)
 
 
 @functools.lru_cache(maxsize=64)
@@ -744,7 +741,7 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
     ns = next_pow2(nseg)
     if not split:
         return _RejectPlan(block, group, ns, 0, 1, (batch, 1), 0, 1,
-                           _reject_knob("QRITA_REJECT_WARPS", 8), 0, 0, 1, (batch, 1), False)
+                           _reject_knob("QRITA_REJECT_WARPS", 8), 0, 0, 1, (batch, 1))
     checks = max(1, _reject_knob("QRITA_REJECT_CHECKS", 3) if checks is None else checks)
     per_program = _groups_per_program(batch, nseg, groups_per_program)
     ahead = ahead or _reject_knob("QRITA_REJECT_SPLIT_AHEAD", 1)
@@ -773,8 +770,7 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
                        _reject_knob("QRITA_REJECT_SPLIT_WARPS", 8), row_axis,
                        _reject_knob("QRITA_REJECT_BOUND", 2) if bound is None else int(bound),
                        check_per_program,
-                       (check_programs, batch) if row_axis else (batch, check_programs),
-                       _reject_knob("QRITA_REJECT_FUSED", 1) != 0)
+                       (check_programs, batch) if row_axis else (batch, check_programs))
 
 
 def _groups_per_program(batch: int, groups: int, given: int | None,

@@ -121,17 +121,13 @@ def _sum_and_sum(a0, a1, b0, b1):
 
 @triton.jit
 def _group_mass(row_ptr, g, end, x_next, x_later, inv_t, BLOCK: tl.constexpr,
-                GROUP: tl.constexpr, AHEAD: tl.constexpr, NEAR: tl.constexpr,
-                FUSED: tl.constexpr):
+                GROUP: tl.constexpr, AHEAD: tl.constexpr, NEAR: tl.constexpr):
     """Group g's max and mass relative to it (per lane an online max and mass, as
     ``reject_topp._row_stats``; the max and mass of its finite entries) and its +inf count.
     ``x_next`` / ``x_later``: the read-ahead (:func:`_start`, :func:`_advance`; -inf past
     ``end``), returned as it stands after the group. NEAR > 0: also the mass of the lanes whose
     max lies within NEAR + 1/64 nats (at 1 / t) of the group's max, an upper bound of the mass
-    of the group's entries within NEAR of it (exact for one tile per group); else that is 0.
-    FUSED: the four per-group reductions as two pair reductions (one shared-memory round trip
-    and barrier each instead of two: the statistics kernel is bound by them, BENCHMARKS.md
-    eighteenth session; their sums differ from the separate ones in the last bits)."""
+    of the group's entries within NEAR of it (exact for one tile per group); else that is 0."""
     lanes = tl.arange(0, BLOCK)
     scale2 = inv_t * 1.4426950408889634
     lane_max = tl.full([BLOCK], -float("inf"), tl.float32)
@@ -141,22 +137,16 @@ def _group_mass(row_ptr, g, end, x_next, x_later, inv_t, BLOCK: tl.constexpr,
         offs = (g * GROUP + j) * BLOCK + lanes
         x, x_next, x_later = _advance(row_ptr, offs, end, x_next, x_later, BLOCK, AHEAD)
         lane_max, lane_mass, lane_inf = online_mass(x, lane_max, lane_mass, lane_inf, scale2)
-    if FUSED:  # two reductions per group: (max, +inf count), then (mass, near mass)
-        m, n_inf = tl.reduce((lane_max, lane_inf), 0, _max_and_sum)
-    else:
-        m = tl.max(lane_max, axis=0)
-        n_inf = tl.sum(lane_inf, axis=0)
+    # two reductions per group, (max, +inf count) then (mass, near mass): one shared-memory
+    # round trip and barrier each (the statistics kernel is bound by its reductions)
+    m, n_inf = tl.reduce((lane_max, lane_inf), 0, _max_and_sum)
     m_ref = tl.where(m > -float("inf"), m, 0.0)
     exponent = (lane_max - m_ref) * scale2
     scaled = lane_mass * tl.exp2(exponent)
     if NEAR > 0:
         near_lanes = tl.where(exponent >= -(NEAR + 1.0 / 64.0) * 1.4426950408889634, scaled,
                               0.0)
-        if FUSED:
-            mass, near = tl.reduce((scaled, near_lanes), 0, _sum_and_sum)
-        else:
-            mass = tl.sum(scaled, axis=0)
-            near = tl.sum(near_lanes, axis=0)
+        mass, near = tl.reduce((scaled, near_lanes), 0, _sum_and_sum)
     else:
         mass = tl.sum(scaled, axis=0)
         near = mass * 0.0
@@ -264,7 +254,6 @@ def reject_split_stats_kernel(
     MIN_P_ARRAY: tl.constexpr, SEED_MODE: tl.constexpr, OFFSET_ARRAY: tl.constexpr,
     TEMP_ARRAY: tl.constexpr, BLOCK: tl.constexpr, GROUP: tl.constexpr, NS_P2: tl.constexpr,
     AHEAD: tl.constexpr, ROW_AXIS: tl.constexpr, BOUND: tl.constexpr, NEAR: tl.constexpr,
-    FUSED: tl.constexpr,
 ):
     """Phase 0, grid (B, P): group statistics, then (last program of the row) round 0's draw.
 
@@ -275,8 +264,7 @@ def reject_split_stats_kernel(
     loaded ahead of use (1 or 2; speed only); ROW_AXIS: the grid's row axis, grid (B, P) for 0,
     (P, B) for 1 (speed only); BOUND: keep round 0's entry without the check read where the
     group statistics bound the mass before it under p x Z (:func:`_kept_by_bound`; speed only);
-    NEAR > 0: the bound also uses each group's mass within NEAR nats of its max (speed only);
-    FUSED: the group reductions in pairs (:func:`_group_mass`).
+    NEAR > 0: the bound also uses each group's mass within NEAR nats of its max (speed only).
     Decided rows (greedy, no mass, or top-p and min-p
     off) get their token and rounds here.
     """
@@ -304,7 +292,7 @@ def reject_split_stats_kernel(
         for j in range(0, count):
             g = first_g + j
             m, mass, n_inf, near, x_next, x_later = _group_mass(
-                row_ptr, g, end, x_next, x_later, inv_t, BLOCK, GROUP, AHEAD, NEAR, FUSED)
+                row_ptr, g, end, x_next, x_later, inv_t, BLOCK, GROUP, AHEAD, NEAR)
             tl.store(seg_f + g, m)
             tl.store(seg_f + NS_P2 + g, mass)
             tl.store(seg_f + 2 * NS_P2 + g, n_inf)
