@@ -56,16 +56,18 @@ def _host_us(fn, sync, n: int = 400) -> float:
     return best
 
 
-def _host_table(qrita, torch) -> None:
-    """Host µs per call of the same calls from torch, CuPy and JAX (eager), B = 1, V = 131072:
-    a mask, top_k and sample; the difference to torch is the adapter's cost per call."""
-    rng = np.random.default_rng(1)
-    host = rng.normal(0.0, 3.0, size=(1, 131072)).astype(np.float32)
-    calls = {
+def host_calls(qrita) -> dict:
+    """The calls the host tables time: a mask, ``top_k`` and ``sample`` (B = 1 logits)."""
+    return {
         "topk50 mask": lambda x: qrita.top_k_top_p_mask(x, 50, None),
         "top_k k50": lambda x: qrita.top_k(x, 50),
         "sample p0.9": lambda x: qrita.sample(x, p=0.9, seed=7),
     }
+
+
+def gpu_arrays(torch, host: np.ndarray, last: list) -> dict:
+    """library -> (``host`` on its first GPU, a sync function) for torch, CuPy and JAX (those
+    importable with a GPU). JAX's sync waits for the newest result appended to ``last``."""
     arrays = {"torch": (torch.from_numpy(host).cuda(), torch.cuda.synchronize)}
     try:
         import cupy
@@ -79,10 +81,20 @@ def _host_table(qrita, torch) -> None:
         gpus = [d for d in jax.devices() if d.platform == "gpu"]
         if gpus:
             x_j = jax.device_put(host, gpus[0])
-            last = []
             arrays["jax"] = (x_j, lambda: jax.block_until_ready(last[-1]) if last else None)
     except ImportError:
         pass
+    return arrays
+
+
+def _host_table(qrita, torch) -> None:
+    """Host µs per call of the same calls from torch, CuPy and JAX (eager), B = 1, V = 131072:
+    a mask, top_k and sample; the difference to torch is the adapter's cost per call."""
+    rng = np.random.default_rng(1)
+    host = rng.normal(0.0, 3.0, size=(1, 131072)).astype(np.float32)
+    calls = host_calls(qrita)
+    last: list = []
+    arrays = gpu_arrays(torch, host, last)
     print("host µs per call, back-to-back (B=1, V=131072, float32; best of 5 x 400)")
     print(f"{'call':<14}" + "".join(f"{lib:>12}" for lib in arrays) + "   adapter cost vs torch")
     for name, call in calls.items():

@@ -16,74 +16,41 @@ import argparse
 import cProfile
 import io
 import os
+import pathlib
 import pstats
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np  # noqa: E402
-
-
-def _host_us(fn, sync, n: int = 2000) -> float:
-    """Host µs per call, best of 5 x n back-to-back calls with one sync each."""
-    for _ in range(20):
-        fn()
-    sync()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
-    return best
-
-
-def _arrays(torch, host: np.ndarray) -> dict:
-    """library -> (its GPU array of ``host``, a sync function)."""
-    arrays = {"torch": (torch.from_numpy(host).cuda(), torch.cuda.synchronize)}
-    try:
-        import cupy
-
-        arrays["cupy"] = (cupy.asarray(host), cupy.cuda.get_current_stream().synchronize)
-    except ImportError:
-        pass
-    try:
-        import jax
-
-        gpus = [d for d in jax.devices() if d.platform == "gpu"]
-        if gpus:
-            x_j = jax.device_put(host, gpus[0])
-            arrays["jax"] = (x_j, lambda: jax.block_until_ready(x_j))
-    except ImportError:
-        pass
-    return arrays
+from adapter_overhead import _host_us, gpu_arrays, host_calls  # noqa: E402
 
 
 def _steps(torch, arrays: dict) -> list[str]:
     """Host µs of the bare exchange steps (no qrita code)."""
-    lines = []
     t = arrays["torch"][0]
+    steps = []
     if "cupy" in arrays:
         import cupy
 
         x, sync = arrays["cupy"]
-        lines.append(f"torch.from_dlpack(cupy array)      {_host_us(lambda: torch.from_dlpack(x), sync):8.1f}")
-        lines.append(f"cupy.from_dlpack(torch tensor)     {_host_us(lambda: cupy.from_dlpack(t), sync):8.1f}")
-        lines.append(f"cupy get_current_stream().ptr      {_host_us(lambda: cupy.cuda.get_current_stream().ptr, sync):8.1f}")
-        lines.append(f"cupy.cuda.runtime.getDevice()      {_host_us(cupy.cuda.runtime.getDevice, sync):8.1f}")
-        lines.append(f"torch.cuda.current_stream()        {_host_us(torch.cuda.current_stream, sync):8.1f}")
+        steps += [("torch.from_dlpack(cupy array)", lambda: torch.from_dlpack(x), sync),
+                  ("cupy.from_dlpack(torch tensor)", lambda: cupy.from_dlpack(t), sync),
+                  ("cupy get_current_stream().ptr", lambda: cupy.cuda.get_current_stream().ptr,
+                   sync),
+                  ("torch.cuda.current_stream()", torch.cuda.current_stream, sync)]
     if "jax" in arrays:
         import jax
 
         from qrita.backends import _jax
 
-        x, sync = arrays["jax"]
-        lines.append(f"torch.from_dlpack(jax array)       {_host_us(lambda: torch.from_dlpack(x), sync):8.1f}")
-        lines.append(f"jax.dlpack.from_dlpack(torch)      {_host_us(lambda: jax.dlpack.from_dlpack(t), sync):8.1f}")
-        lines.append(f"qrita _jax.to_torch(jax array)     {_host_us(lambda: _jax.to_torch(x), sync):8.1f}")
-        lines.append(f"qrita _jax.from_torch(torch, like) {_host_us(lambda: _jax.from_torch(t, x), sync):8.1f}")
-    return lines
+        x_j, sync_j = arrays["jax"]
+        steps += [("torch.from_dlpack(jax array)", lambda: torch.from_dlpack(x_j), sync_j),
+                  ("jax.dlpack.from_dlpack(torch)", lambda: jax.dlpack.from_dlpack(t), sync_j),
+                  ("qrita _jax.to_torch(jax array)", lambda: _jax.to_torch(x_j), sync_j),
+                  ("qrita _jax.from_torch(torch, like)", lambda: _jax.from_torch(t, x_j),
+                   sync_j)]
+    return [f"{label:<35}{_host_us(fn, sync, 2000):8.1f}" for label, fn, sync in steps]
 
 
 def main() -> None:
@@ -97,12 +64,8 @@ def main() -> None:
     import qrita
 
     host = np.random.default_rng(1).normal(0.0, 3.0, size=(1, 131072)).astype(np.float32)
-    arrays = _arrays(torch, host)
-    calls = {
-        "topk50 mask": lambda x: qrita.top_k_top_p_mask(x, 50, None),
-        "top_k k50": lambda x: qrita.top_k(x, 50),
-        "sample p0.9": lambda x: qrita.sample(x, p=0.9, seed=7),
-    }
+    arrays = gpu_arrays(torch, host, [])
+    calls = host_calls(qrita)
     report = ["host µs per call of the bare exchange steps (B=1, V=131072, float32)"]
     report += _steps(torch, arrays)
     for name, call in calls.items():
@@ -125,12 +88,11 @@ def main() -> None:
             report.append(f"\n== {name} from {lib}: {per_call:.1f} µs per call under cProfile "
                           f"({args.calls} calls; tottime / percall in s)")
             report += [ln[:160] for ln in body]
-    text = "\n".join(report)
-    print(text)
+    print("\n".join(report))
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "adapter_profile.txt"), "w") as f:
-            f.write(text + "\n")
+        out = pathlib.Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "adapter_profile.txt").write_text("\n".join(report) + "\n")
 
 
 if __name__ == "__main__":
