@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -843,4 +843,18 @@ if [[ $stage == s18d ]]; then  # call 5 (final kernels: groups of 2, 3 checks, b
   gpu_tests s18d "${TESTS_S:-240}" tests/test_triton_reject_topp.py::test_gpu_reject_topp_real_vocab \
     "$s::test_gpu_batch_invariant" "$s::test_gpu_cuda_graph_capture_and_replay" \
     "$s::test_gpu_reproducible"
+fi
+if [[ $stage == s19a ]]; then  # next session, call 1 (written without a GPU): the split with one-warp programs, whose group reductions need no barrier (sm90 AOT: 23 bar.sync -> 3 in the statistics kernel, 108 registers at 512 x 8), groups of 4096 entries as now; then their kernel profile
+  W1="QRITA_REJECT_SPLIT_WARPS=1 QRITA_REJECT_SPLIT_BLOCK=512 QRITA_REJECT_SPLIT_GROUP=8"
+  W2="QRITA_REJECT_SPLIT_WARPS=2 QRITA_REJECT_SPLIT_BLOCK=1024 QRITA_REJECT_SPLIT_GROUP=4"
+  W4="QRITA_REJECT_SPLIT_WARPS=4 QRITA_REJECT_SPLIT_BLOCK=1024 QRITA_REJECT_SPLIT_GROUP=4"
+  sample_ab "${AB_S:-34}" 1,64,1024 QRITA_REJECT_SPLIT_WARPS=8 \
+    "$W1 QRITA_REJECT_SPLIT_PROGRAMS=16384" "$W1 QRITA_REJECT_SPLIT_PROGRAMS=32768" \
+    "$W2 QRITA_REJECT_SPLIT_PROGRAMS=8192" "$W4 QRITA_REJECT_SPLIT_PROGRAMS=8192"
+  for env in QRITA_REJECT_SPLIT_WARPS=8 "$W1 QRITA_REJECT_SPLIT_PROGRAMS=16384"; do
+    name=$(echo "$env" | tr ' =' '__')
+    env $env timeout "${PROFILE_S:-50}" python3 benchmarks/profile_pipeline.py \
+      --out "$OUT/profile_$name" --batch 1024 --dtypes float32 --workloads zipf,gaussian \
+      --scenarios sample_topp0.9 2>&1 | cut -c1-400 | grep -E "^(zipf|gaussian)"
+  done
 fi
