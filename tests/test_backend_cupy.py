@@ -152,3 +152,22 @@ def test_a_failing_bare_exchange_falls_back_to_the_public_one(monkeypatch):
         assert _cupy._BARE["ok"] is False  # decided once for the process
     finally:
         _cupy._capsule_exchange.cache_clear()
+
+
+def test_an_array_the_bare_exchange_rejects_goes_public_without_disabling_it(monkeypatch):
+    torch = pytest.importorskip("torch")
+
+    from qrita.backends import _cupy
+
+    def rejects(_):
+        raise ValueError("unsupported dtype")
+
+    _fake_cupy_dlpack(monkeypatch, rejects, rejects)
+    monkeypatch.setitem(_cupy._BARE, "ok", True)
+    _cupy._capsule_exchange.cache_clear()
+    try:
+        t = torch.ones(5)
+        assert _cupy.to_torch(t).data_ptr() == t.data_ptr()  # the public exchange's answer
+        assert _cupy._BARE["ok"] is True  # one array's problem: the next call tries again
+    finally:
+        _cupy._capsule_exchange.cache_clear()

@@ -75,7 +75,7 @@ def _capsule_exchange() -> tuple[Any, Any] | None:
     return to_capsule, from_capsule
 
 
-_BARE = {"ok": True}  # set False (for the process) when a bare capsule exchange fails once
+_BARE = {"ok": True}  # False (for the process) once the capsule functions' signatures do not fit
 
 
 def to_torch(x: Any) -> Any:
@@ -90,8 +90,10 @@ def to_torch(x: Any) -> Any:
     if exchange is not None:
         try:
             return torch.utils.dlpack.from_dlpack(exchange[0](x))
-        except Exception:  # noqa: BLE001 - another CuPy's internals: the public exchange
+        except (TypeError, AttributeError):  # another CuPy's internals: the public exchange
             _BARE["ok"] = False
+        except Exception:  # noqa: BLE001 - this array (a dtype, ...): the public exchange says
+            pass
     return torch.from_dlpack(x)
 
 
@@ -105,8 +107,10 @@ def from_torch(t: Any, like: Any) -> Any:
     if exchange is not None:  # the array keeps the capsule's device: no device context
         try:
             return exchange[1](torch.utils.dlpack.to_dlpack(t))
-        except Exception:  # noqa: BLE001 - another CuPy's internals: the public exchange
+        except (TypeError, AttributeError):  # another CuPy's internals: the public exchange
             _BARE["ok"] = False
+        except Exception:  # noqa: BLE001 - this tensor (a dtype, ...): the public exchange says
+            pass
     if like.device.id == cupy.cuda.runtime.getDevice():  # the usual case: no context
         return cupy.from_dlpack(t)
     with like.device:
