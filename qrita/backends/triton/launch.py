@@ -644,12 +644,13 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     kernel); rounds : optional (B,) int32 receiving the draws per row; block : entries per tile
     (default ``QRITA_REJECT_BLOCK`` or 2048, split: ``QRITA_REJECT_SPLIT_BLOCK`` or 2048; 128 /
     32 under the interpreter); group : tiles per group, a power of two (``QRITA_REJECT_GROUP`` or
-    8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 2; 2 under the interpreter; the split's sums, so a
-    token at a margin, depend on it, so it is the same at every batch size);
+    8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 2; 2 under the interpreter; it sets the split's
+    float32 sums, so it is the same at every batch size);
     split : force the split path on / off (default :func:`_reject_split`); checks : the split
     path's check launches, >= 1 (``QRITA_REJECT_CHECKS`` or 3; the last one finishes the rows
     still rejecting, in one program each: a latency tail, so a third launch pays);
-    groups_per_program : the split path's groups per program (default :func:`_groups_per_program`; the token does not depend on it);
+    groups_per_program : the split path's groups per program (default
+    :func:`_groups_per_program`; the token does not depend on it);
     check_groups_per_program : the same for the check launches alone (default: as the
     statistics launch, or from ``QRITA_REJECT_CHECK_PROGRAMS`` when that is set); ahead :
     the split path's tiles loaded ahead of use, 1 or 2 (``QRITA_REJECT_SPLIT_AHEAD`` or 1;
