@@ -134,40 +134,24 @@ def test_bare_capsules_cross_both_ways_and_silence_only_their_own_warning(monkey
         _cupy._capsule_exchange.cache_clear()
 
 
-def test_a_failing_bare_exchange_falls_back_to_the_public_one(monkeypatch):
+@pytest.mark.parametrize("error, stays_on", [
+    (TypeError("not this CuPy's signature"), False),  # another CuPy: off for the process
+    (ValueError("unsupported dtype"), True),  # one array's problem: the next call tries again
+])
+def test_a_failing_bare_exchange_falls_back_to_the_public_one(monkeypatch, error, stays_on):
     torch = pytest.importorskip("torch")
 
     from qrita.backends import _cupy
 
-    def broken(_):
-        raise TypeError("not this CuPy's signature")
+    def fails(_):
+        raise error
 
-    _fake_cupy_dlpack(monkeypatch, broken, broken)
+    _fake_cupy_dlpack(monkeypatch, fails, fails)
     monkeypatch.setitem(_cupy._BARE, "ok", True)
     _cupy._capsule_exchange.cache_clear()
     try:
         t = torch.ones(5)
-        out = _cupy.to_torch(t)  # torch.from_dlpack(t): the public exchange
-        assert out.data_ptr() == t.data_ptr()
-        assert _cupy._BARE["ok"] is False  # decided once for the process
-    finally:
-        _cupy._capsule_exchange.cache_clear()
-
-
-def test_an_array_the_bare_exchange_rejects_goes_public_without_disabling_it(monkeypatch):
-    torch = pytest.importorskip("torch")
-
-    from qrita.backends import _cupy
-
-    def rejects(_):
-        raise ValueError("unsupported dtype")
-
-    _fake_cupy_dlpack(monkeypatch, rejects, rejects)
-    monkeypatch.setitem(_cupy._BARE, "ok", True)
-    _cupy._capsule_exchange.cache_clear()
-    try:
-        t = torch.ones(5)
-        assert _cupy.to_torch(t).data_ptr() == t.data_ptr()  # the public exchange's answer
-        assert _cupy._BARE["ok"] is True  # one array's problem: the next call tries again
+        assert _cupy.to_torch(t).data_ptr() == t.data_ptr()  # torch.from_dlpack(t): public
+        assert _cupy._BARE["ok"] is stays_on
     finally:
         _cupy._capsule_exchange.cache_clear()
