@@ -771,6 +771,16 @@ sample_ab() {
       --peers '' 2>&1 | grep -E "^sample" | sed "s/^/$name /" | cut -c1-140
   done
 }
+# sample_profile ENV...: the rejection draw's kernel profile (zipf and gaussian topp0.9, B = 1024,
+# fp32) once per environment setting, into profile_<setting>/
+sample_profile() {
+  for env in "$@"; do
+    name=$(echo "$env" | tr ' =' '__')
+    env $env timeout "${PROFILE_S:-50}" python3 benchmarks/profile_pipeline.py \
+      --out "$OUT/profile_$name" --batch 1024 --dtypes float32 --workloads zipf,gaussian \
+      --scenarios sample_topp0.9 2>&1 | cut -c1-400 | grep -E "^(zipf|gaussian)"
+  done
+}
 # host_costs: host time per call at B = 1 and the adapters' cost per call (issue 5)
 host_costs() {
   timeout 50 python3 benchmarks/host_overhead.py --out "$OUT/host" --rows 30 \
@@ -816,12 +826,8 @@ if [[ $stage == s18b ]]; then  # call 3: more check launches (a row's rounds pas
   gpu_tests s18b "${TESTS_S:-150}" tests/test_triton_reject_topp.py::test_gpu_reject_topp_real_vocab
   sample_ab "${AB_S:-36}" 64,1024 "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2" \
     "QRITA_REJECT_CHECKS=4 QRITA_REJECT_BOUND=2" "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=1"
-  for env in "QRITA_REJECT_CHECKS=2 QRITA_REJECT_BOUND=2" "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2"; do
-    name=$(echo "$env" | tr ' =' '__')
-    env $env timeout "${PROFILE_S:-50}" python3 benchmarks/profile_pipeline.py \
-      --out "$OUT/profile_$name" --batch 1024 --dtypes float32 --workloads zipf,gaussian \
-      --scenarios sample_topp0.9 2>&1 | cut -c1-400 | tail -4
-  done
+  sample_profile "QRITA_REJECT_CHECKS=2 QRITA_REJECT_BOUND=2" \
+    "QRITA_REJECT_CHECKS=3 QRITA_REJECT_BOUND=2"
   timeout "${ADAPTER_S:-90}" python3 benchmarks/adapter_profile.py --calls 1000 --out "$OUT" \
     2>&1 | grep -v Warn | head -12
 fi
@@ -851,10 +857,5 @@ if [[ $stage == s19a ]]; then  # next session, call 1 (written without a GPU): t
   sample_ab "${AB_S:-34}" 1,64,1024 QRITA_REJECT_SPLIT_WARPS=8 \
     "$W1 QRITA_REJECT_SPLIT_PROGRAMS=16384" "$W1 QRITA_REJECT_SPLIT_PROGRAMS=32768" \
     "$W2 QRITA_REJECT_SPLIT_PROGRAMS=8192" "$W4 QRITA_REJECT_SPLIT_PROGRAMS=8192"
-  for env in QRITA_REJECT_SPLIT_WARPS=8 "$W1 QRITA_REJECT_SPLIT_PROGRAMS=16384"; do
-    name=$(echo "$env" | tr ' =' '__')
-    env $env timeout "${PROFILE_S:-50}" python3 benchmarks/profile_pipeline.py \
-      --out "$OUT/profile_$name" --batch 1024 --dtypes float32 --workloads zipf,gaussian \
-      --scenarios sample_topp0.9 2>&1 | cut -c1-400 | grep -E "^(zipf|gaussian)"
-  done
+  sample_profile QRITA_REJECT_SPLIT_WARPS=8 "$W1 QRITA_REJECT_SPLIT_PROGRAMS=16384"
 fi

@@ -78,6 +78,22 @@ def _capsule_exchange() -> tuple[Any, Any] | None:
 _BARE = {"ok": True}  # False (for the process) once the capsule functions' signatures do not fit
 
 
+def _bare(cross: Any) -> Any:
+    """``cross(exchange)`` through the bare capsules, or None where the public exchange must
+    answer: no capsule functions, signatures that do not fit (then never again), or an error
+    about this one array (a dtype, ...)."""
+    exchange = _capsule_exchange() if _BARE["ok"] else None
+    if exchange is None:
+        return None
+    try:
+        return cross(exchange)
+    except (TypeError, AttributeError):  # another CuPy's internals
+        _BARE["ok"] = False
+    except Exception:  # noqa: BLE001 - this array: the public exchange says what is wrong
+        pass
+    return None
+
+
 def to_torch(x: Any) -> Any:
     """A torch CUDA tensor sharing ``x``'s memory (same device, same strides).
 
@@ -86,15 +102,8 @@ def to_torch(x: Any) -> Any:
     """
     import torch
 
-    exchange = _capsule_exchange() if _BARE["ok"] else None
-    if exchange is not None:
-        try:
-            return torch.utils.dlpack.from_dlpack(exchange[0](x))
-        except (TypeError, AttributeError):  # another CuPy's internals: the public exchange
-            _BARE["ok"] = False
-        except Exception:  # noqa: BLE001 - this array (a dtype, ...): the public exchange says
-            pass
-    return torch.from_dlpack(x)
+    t = _bare(lambda exchange: torch.utils.dlpack.from_dlpack(exchange[0](x)))
+    return torch.from_dlpack(x) if t is None else t
 
 
 def from_torch(t: Any, like: Any) -> Any:
@@ -103,14 +112,10 @@ def from_torch(t: Any, like: Any) -> Any:
     import torch
 
     t = t.detach()
-    exchange = _capsule_exchange() if _BARE["ok"] else None
-    if exchange is not None:  # the array keeps the capsule's device: no device context
-        try:
-            return exchange[1](torch.utils.dlpack.to_dlpack(t))
-        except (TypeError, AttributeError):  # another CuPy's internals: the public exchange
-            _BARE["ok"] = False
-        except Exception:  # noqa: BLE001 - this tensor (a dtype, ...): the public exchange says
-            pass
+    # the array keeps the capsule's device: no device context
+    out = _bare(lambda exchange: exchange[1](torch.utils.dlpack.to_dlpack(t)))
+    if out is not None:
+        return out
     if like.device.id == cupy.cuda.runtime.getDevice():  # the usual case: no context
         return cupy.from_dlpack(t)
     with like.device:
