@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -858,4 +858,25 @@ if [[ $stage == s19a ]]; then  # next session, call 1 (written without a GPU): t
     "$W1 QRITA_REJECT_SPLIT_PROGRAMS=16384" "$W1 QRITA_REJECT_SPLIT_PROGRAMS=32768" \
     "$W2 QRITA_REJECT_SPLIT_PROGRAMS=8192" "$W4 QRITA_REJECT_SPLIT_PROGRAMS=8192"
   sample_profile QRITA_REJECT_SPLIT_WARPS=8 "$W1 QRITA_REJECT_SPLIT_PROGRAMS=16384"
+fi
+if [[ $stage == s19b ]]; then  # nineteenth session, call 2: which of s19a's winner's knobs (4 warps, 1024-entry tiles, groups of 4, 8192 programs: 259 / 268 µs at B = 1024) does it
+  W4="QRITA_REJECT_SPLIT_WARPS=4 QRITA_REJECT_SPLIT_BLOCK=1024 QRITA_REJECT_SPLIT_GROUP=4"
+  sample_ab "${AB_S:-34}" 1,64,1024 "$W4 QRITA_REJECT_SPLIT_PROGRAMS=8192" \
+    "$W4 QRITA_REJECT_SPLIT_PROGRAMS=4096" "$W4 QRITA_REJECT_SPLIT_PROGRAMS=16384" \
+    "QRITA_REJECT_SPLIT_WARPS=4 QRITA_REJECT_SPLIT_PROGRAMS=8192" \
+    "QRITA_REJECT_SPLIT_WARPS=8 QRITA_REJECT_SPLIT_PROGRAMS=8192" \
+    "QRITA_REJECT_SPLIT_WARPS=4 QRITA_REJECT_SPLIT_BLOCK=512 QRITA_REJECT_SPLIT_GROUP=8 QRITA_REJECT_SPLIT_PROGRAMS=8192" \
+    "QRITA_REJECT_SPLIT_WARPS=2 QRITA_REJECT_SPLIT_BLOCK=512 QRITA_REJECT_SPLIT_GROUP=8 QRITA_REJECT_SPLIT_PROGRAMS=8192"
+  sample_profile "$W4 QRITA_REJECT_SPLIT_PROGRAMS=8192"
+fi
+if [[ $stage == s19c ]]; then  # call 3: the new split defaults (4 warps, tiles of 1024, groups of 4, 8192 programs): the sampler's GPU tests, the sampler bench (fp32 and bf16, both workloads), read-ahead at the new tiles
+  s=tests/test_triton_sampling.py
+  gpu_tests s19c "${TESTS_S:-240}" tests/test_triton_reject_topp.py::test_gpu_reject_topp_real_vocab \
+    "$s::test_gpu_batch_invariant" "$s::test_gpu_cuda_graph_capture_and_replay" \
+    "$s::test_gpu_reproducible"
+  timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT/bench" --ops sample \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
+    --scenarios topp0.9,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 \
+    --no-progress 2>&1 | grep -E "^sample" | cut -c1-140
+  sample_ab "${AB_S:-34}" 1,64,1024 QRITA_REJECT_SPLIT_AHEAD=2
 fi

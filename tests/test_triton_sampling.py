@@ -794,17 +794,8 @@ def test_fused_sampler_matches_the_reference(monkeypatch, count_calls, one_launc
     assert len(taken) == len(cases)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
-def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
-    """With top-k off and min-p off, ``sample`` takes the fused top-p sampler (checked): two mass
-    searches over the row, gathering at most 64 entries per search under the interpreter; the
-    histogram band answers both on many rows and pivot rounds the others (both checked). Tokens and log-probabilities agree with the reference
-    on every generator family, with scalar, per-row, 0, tiny and off p, scalar temperatures and
-    uniforms at 0, the top and in between."""
-    taken = count_calls(so, "launch_fused_topp_sample")
-    V = 509
-    x = _as_dtype(_stacked_families(V, dtype, 5), dtype)
-    B = x.shape[0]
+def _fused_topp_cases(V, B, dtype):
+    """The fused top-p sampler's cases, in the order the seeds of their uniforms follow."""
     cases = [
         dict(p=0.9), dict(), dict(p=_cycle(P_CYCLE, B, 3)), dict(p=0.0), dict(p=1e-9),
         dict(p=0.999, temperature=0.7), dict(p=0.5, temperature=3.0), dict(k=V, p=0.9),
@@ -813,9 +804,30 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
     ]
     if dtype != "float32":  # the 16-bit dtypes differ only in the loads (CI time): main cases
         cases = [cases[i] for i in (0, 2, 5, 10)]
-    checked_twice = sum(1 for i in range(len(cases)) if i in (0, 2, 5))
+    return cases
+
+
+# (dtype, first case, end of the cases): split so that the parallel CI run spreads them
+FUSED_TOPP_PARTS = [("float32", 0, 3), ("float32", 3, 6), ("float32", 6, 9), ("float32", 9, 11),
+                    ("bfloat16", 0, 2), ("bfloat16", 2, 4), ("float16", 0, 2), ("float16", 2, 4)]
+
+
+@pytest.mark.parametrize("dtype,first,end", FUSED_TOPP_PARTS)
+def test_fused_topp_sampler_matches_the_reference(count_calls, dtype, first, end):
+    """With top-k off and min-p off, ``sample`` takes the fused top-p sampler (checked): two mass
+    searches over the row, gathering at most 64 entries per search under the interpreter. Tokens
+    and log-probabilities agree with the reference on every generator family, with scalar,
+    per-row, 0, tiny and off p, scalar temperatures and uniforms at 0, the top and in between.
+    The cases are split into parts (CI time); together the parts cover every case."""
+    taken = count_calls(so, "launch_fused_topp_sample")
+    V = 509
+    x = _as_dtype(_stacked_families(V, dtype, 5), dtype)
+    B = x.shape[0]
+    cases = _fused_topp_cases(V, B, dtype)
+    assert end <= len(cases)
     failures = []
-    for i, case in enumerate(cases):
+    for i in range(first, end):
+        case = cases[i]
         u = _grid_uniforms(np.random.default_rng(100 + i), B)
         args = {name: _arg(v) for name, v in case.items()}
         tokens, logp = so.sample_with_uniforms(
@@ -833,29 +845,52 @@ def test_fused_topp_sampler_matches_the_reference(count_calls, dtype):
         except AssertionError as err:
             failures.append(f"{case}: {err}")
     assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
-    assert len(taken) == len(cases) + checked_twice
-    # both routes ran: the histogram band answered both searches on many rows, and pivot
-    # rounds over the row (not only the final gather) took the others (tie-heavy families)
+    checked_twice = sum(1 for i in range(first, end) if i in (0, 2, 5))
+    assert len(taken) == end - first + checked_twice
+
+
+def test_fused_topp_sampler_parts_cover_every_case():
+    """The parts of the split test above cover each dtype's cases once, in order."""
+    for dtype in ("float32", "bfloat16", "float16"):
+        parts = [(a, b) for d, a, b in FUSED_TOPP_PARTS if d == dtype]
+        assert parts[0][0] == 0 and all(b == a2 for (_, b), (a2, _) in zip(parts, parts[1:]))
+        assert parts[-1][1] == len(_fused_topp_cases(509, 8, dtype))
+
+
+def test_fused_topp_sampler_takes_both_routes():
+    """Both routes of the fused top-p sampler run on the generator families: the histogram
+    band answers both mass searches on many rows, and pivot rounds over the row (not only the
+    final gather) take the others (tie-heavy families)."""
+    V = 509
+    x = _as_dtype(_stacked_families(V, "float32", 5), "float32")
+    B = x.shape[0]
     rounds = torch.zeros((B, 2), dtype=torch.int32, device=DEVICE)
-    launch_mod.launch_fused_topp_sample(_dev(x, dtype), _arg(_grid_uniforms(
+    launch_mod.launch_fused_topp_sample(_dev(x, "float32"), _arg(_grid_uniforms(
         np.random.default_rng(7), B)), None, 0.9, logprob=False, rounds=rounds, cap=64)
     hits, reads = rounds[:, 0].cpu(), rounds[:, 1].cpu()
     assert int((hits == 2).sum()) >= B // 3, hits.tolist()
     assert int((reads >= 2).sum()) >= B // 6, reads.tolist()
-    # min-p, per-row k and per-row temperatures are not fused: the multi-call path (float32
-    # only: the routing does not depend on the dtype)
+
+
+def test_fused_topp_sampler_leaves_what_it_does_not_fuse(count_calls):
+    """Min-p, per-row k and per-row temperatures are not fused: the multi-call path, with the
+    reference's tokens (float32 only: the routing does not depend on the dtype)."""
+    taken = count_calls(so, "launch_fused_topp_sample")
+    V = 509
+    x = _as_dtype(_stacked_families(V, "float32", 5), "float32")
+    B = x.shape[0]
     outside = (dict(p=0.9, min_p=0.1), dict(k=np.full(B, V, dtype=np.int64)),
                dict(temperature=np.full(B, 0.5)))
-    for case in outside if dtype == "float32" else ():
+    for case in outside:
         u = _grid_uniforms(np.random.default_rng(99), B)
         args = {name: _arg(v) for name, v in case.items()}
-        tokens = so.sample_with_uniforms(_dev(x, dtype), _arg(u), args.get("k"), args.get("p"),
-                                         min_p=args.get("min_p"),
+        tokens = so.sample_with_uniforms(_dev(x, "float32"), _arg(u), args.get("k"),
+                                         args.get("p"), min_p=args.get("min_p"),
                                          temperature=args.get("temperature"))
         compare.assert_sampling_matches(x, u.astype(np.float64), case.get("k"), case.get("p"),
                                         min_p=case.get("min_p"),
                                         temperature=case.get("temperature"), tokens=_host(tokens))
-    assert len(taken) == len(cases) + checked_twice
+    assert len(taken) == 0
 
 
 @pytest.mark.parametrize("knobs", [{"QRITA_TOPP_SPLIT": "0"}, {"QRITA_TOPP_HIST": "0"},

@@ -642,9 +642,9 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     number or a (B,) floating tensor; seed / offset : as
     :func:`qrita.backends.triton.philox.uniforms` takes them (the round uniforms are drawn in the
     kernel); rounds : optional (B,) int32 receiving the draws per row; block : entries per tile
-    (default ``QRITA_REJECT_BLOCK`` or 2048, split: ``QRITA_REJECT_SPLIT_BLOCK`` or 2048; 128 /
+    (default ``QRITA_REJECT_BLOCK`` or 2048, split: ``QRITA_REJECT_SPLIT_BLOCK`` or 1024; 128 /
     32 under the interpreter); group : tiles per group, a power of two (``QRITA_REJECT_GROUP`` or
-    8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 2; 2 under the interpreter; it sets the split's
+    8, split: ``QRITA_REJECT_SPLIT_GROUP`` or 4; 2 under the interpreter; it sets the split's
     float32 sums, so it is the same at every batch size);
     split : force the split path on / off (default :func:`_reject_split`); checks : the split
     path's check launches, >= 1 (``QRITA_REJECT_CHECKS`` or 3; the last one finishes the rows
@@ -659,7 +659,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     keeps round 0's entry without a check read where the group statistics bound the mass
     before it under p x Z (``bound``: 0 never, 1 from the group masses, 2 (default) also from
     each group's mass within 4 nats of its max; ``QRITA_REJECT_BOUND``; speed only). Warps:
-    ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 8).
+    ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 4; with the tile and the
+    group it sets the float32 sums, so it too is the same at every batch size).
 
     Returns tokens (B,) int64.
     """
@@ -731,8 +732,8 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
     from the knobs; cached, so a call's host work is the launches)."""
     small = interpreting()
     if split:
-        block = block or (32 if small else _reject_knob("QRITA_REJECT_SPLIT_BLOCK", 2048))
-        group = group or (2 if small else _reject_knob("QRITA_REJECT_SPLIT_GROUP", 2))
+        block = block or (32 if small else _reject_knob("QRITA_REJECT_SPLIT_BLOCK", 1024))
+        group = group or (2 if small else _reject_knob("QRITA_REJECT_SPLIT_GROUP", 4))
     else:
         block = block or (128 if small else _reject_knob("QRITA_REJECT_BLOCK", 2048))
         group = group or (2 if small else _reject_knob("QRITA_REJECT_GROUP", 8))
@@ -768,7 +769,7 @@ def _reject_plan(batch: int, vocab: int, split: bool, block: int | None, group: 
     return _RejectPlan(block, group, ns, checks, per_program,
                        (programs, batch) if row_axis else (batch, programs),
                        batch * (5 * ns + 6 + checks + 1), ahead,
-                       _reject_knob("QRITA_REJECT_SPLIT_WARPS", 8), row_axis,
+                       _reject_knob("QRITA_REJECT_SPLIT_WARPS", 4), row_axis,
                        _reject_knob("QRITA_REJECT_BOUND", 2) if bound is None else int(bound),
                        check_per_program,
                        (check_programs, batch) if row_axis else (batch, check_programs))
@@ -778,14 +779,14 @@ def _groups_per_program(batch: int, groups: int, given: int | None,
                         target: int | None = None) -> int:
     """Groups of the split rejection draw per program: ``given``, or ``QRITA_REJECT_SPLIT_GPP``
     when set (> 0), else as few as keep B x programs-per-row near ``target`` programs per launch
-    (default ``QRITA_REJECT_SPLIT_PROGRAMS`` or 4096). Only the speed depends on it (the
+    (default ``QRITA_REJECT_SPLIT_PROGRAMS`` or 8192). Only the speed depends on it (the
     kernels do not specialize on it: a group's sums are the same machine code's whichever
     program takes it)."""
     if given is None:
         given = _reject_knob("QRITA_REJECT_SPLIT_GPP", 0)
     if given <= 0:
         if target is None:
-            target = _reject_knob("QRITA_REJECT_SPLIT_PROGRAMS", 4096)
+            target = _reject_knob("QRITA_REJECT_SPLIT_PROGRAMS", 8192)
         programs = max(1, min(groups, target // batch))
         given = -(-groups // programs)
     return max(1, min(given, groups))
