@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -879,4 +879,23 @@ if [[ $stage == s19c ]]; then  # call 3: the new split defaults (4 warps, tiles 
     --scenarios topp0.9,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 \
     --no-progress 2>&1 | grep -E "^sample" | cut -c1-140
   sample_ab "${AB_S:-34}" 1,64,1024 QRITA_REJECT_SPLIT_AHEAD=2
+fi
+# mask_ab SECONDS BATCHES ENV...: the top-p masks (zipf and gaussian, topp0.9 and topk100_topp0.9,
+# fp32, V = 131072) once per environment setting, checked against the oracle first, into <setting>/
+mask_ab() {
+  local seconds=$1 batches=$2; shift 2
+  for env in "$@"; do
+    name=$(echo "$env" | tr ' =,' '___')
+    env $env timeout "$seconds" python3 benchmarks/bench.py --out "$OUT/$name" --ops masks \
+      --vocab 131072 --dtypes float32 --batch "$batches" --workloads zipf,gaussian \
+      --scenarios topp0.9,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 \
+      --no-progress --peers '' 2>&1 | grep -E "^masks" | cut -c1-110 | sed "s/^/$name /"
+  done
+}
+if [[ $stage == s19d ]]; then  # call 4: the top-p masks' prepared, never-measured A/Bs: pass A's lean masses (lean=1x0) and the 16-way rounds split over 2 / 4 programs per segment (roundsplit), B = 1 to 1024; then kernel profiles
+  mask_ab "${AB_S:-60}" 1,8,64,256,1024 QRITA_LAUNCH_TABLE=default QRITA_LAUNCH_TABLE=lean=1x0 \
+    QRITA_LAUNCH_TABLE=roundsplit=2x0 QRITA_LAUNCH_TABLE=roundsplit=4x0 \
+    QRITA_LAUNCH_TABLE=lean=1x0,roundsplit=4x0
+  KNOB_S=60 prof default topp0.9 zipf,gaussian
+  KNOB_S=60 prof lean_split4 topp0.9 zipf,gaussian QRITA_LAUNCH_TABLE=lean=1x0,roundsplit=4x0
 fi

@@ -237,18 +237,20 @@ def test_top_p_near_one_band_at_the_bottom_is_exact(monkeypatch):
     run_and_check(x, "bfloat16", None, 1 - 1e-7)
 
 
-def test_lean_pass_a_masses_are_exact(monkeypatch):
-    """Pass A's masses relative to a fixed reference (the launch table's ``lean``: the first
-    tile's largest finite entry) give the oracle's masks on every generator family: the
-    segments whose max lies far above the reference (extremes, peaked, sorted rows), that hold
-    +inf or whose first tile has no finite entry take the online form again."""
+@pytest.mark.parametrize("lean", [True, False])
+def test_pass_a_masses_are_exact(monkeypatch, lean):
+    """Pass A's masses relative to a fixed reference (the launch table's ``lean``, the default:
+    the first tile's largest finite entry) give the oracle's masks on every generator family:
+    the segments whose max lies far above the reference (extremes, peaked, sorted rows), that
+    hold +inf or whose first tile has no finite entry take the online form again. The online
+    form throughout (``lean=0x0``) does too."""
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
 
     table = launch_module.pipeline_config
     monkeypatch.setattr(launch_module, "pipeline_config",
-                        lambda V, dtype: replace(table(V, dtype), lean_mass=True))
+                        lambda V, dtype: replace(table(V, dtype), lean_mass=lean))
     lean_flags = []
     real_launch = launch_module.launch
 
@@ -271,7 +273,7 @@ def test_lean_pass_a_masses_are_exact(monkeypatch):
     k_rows = np.resize(np.array([0, 1, 50, V, 7], dtype=np.int64), B)
     for k, p in [(None, 0.9), (k_rows, 1 - 1e-7)]:
         run_and_check(x, "float32", k, p)
-    assert lean_flags and all(lean_flags), lean_flags  # pass A ran the lean form every time
+    assert lean_flags and all(f == lean for f in lean_flags), lean_flags  # the form asked for
 
 
 def test_wide_rounds_split_over_programs_are_exact(monkeypatch):

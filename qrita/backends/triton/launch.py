@@ -77,8 +77,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
     ``sortbig=0xW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile, warps) of the wide
     top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), pass A's
-    masses relative to a fixed reference (``lean=1x0``), the band's size cap in percent of the
-    slots (``bandpct=75x0``), the programs per segment of the 16-way rounds (``roundsplit=4x0``),
+    masses by the online softmax instead of relative to a fixed reference (``lean=0x0``), the band's size cap in percent of the
+    slots (``bandpct=75x0``), the programs per segment of the 16-way rounds (``roundsplit=4x0``; default 2),
     or the size of the wide top-p
     band's sample and the warps placing it (``band=4096x8``)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
@@ -136,9 +136,9 @@ class PipelineConfig:
     block_round: int = WIDE_BLOCK  # tile of the wide stage's 16-way rounds
     block_wide2: int = 128  # tile of the wide compaction after the rounds
     warps_wide2: int = 1  # its warps
-    lean_mass: bool = False  # pass A's masses relative to a fixed reference (measuring option)
+    lean_mass: bool = True  # pass A's masses relative to a fixed reference (else online)
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
-    round_split: int = 1  # programs per segment in the wide stage's 16-way rounds
+    round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     warps_round: int = 0  # their warps (0: ``warps_stream``)
 
     @property
@@ -174,7 +174,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         warps_cutoff = 0
         block_round, warps_round = WIDE_BLOCK, 0
         block_wide2, warps_wide2 = block_wide, warps_wide
-        lean_mass = False
+        lean_mass = True  # as on the GPU
         band_percent = 75
         round_split = 1
     else:
@@ -207,13 +207,19 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # H200, fp32 zipf topp0.9, B = 1024: wide_compact 467.8 -> 459.4 us at 256 x 4 (128 x 4
         # 466.2, 512 x 8 464.1; BENCHMARKS.md thirteenth session)
         block_wide2, warps_wide2 = _table_override("wide2", (256, 4))
-        lean_mass = _table_override("lean", (0, 0))[0] == 1
+        # pass A's masses relative to a fixed reference (``lean=0x0``: the online softmax):
+        # H200, B = 1024, fp32 topp0.9: pass A 253.9 -> 172.7 us, masks topk100_topp0.9
+        # 551 -> 454 us, topp0.9 1639 -> 1559 (BENCHMARKS.md nineteenth session)
+        lean_mass = _table_override("lean", (1, 0))[0] == 1
         # 16-bit logits: the band spans a few keys with hundreds of copies each near T, and at
         # 75% of the slots its fullest segment overflows in ~40% of zipf top-p 0.9 rows (they
         # take the rounds); at 50% in ~4%, float32 unchanged (benchmarks/band_sim.py, a NumPy
         # model of the band that matches the H200's hit rates; BENCHMARKS.md thirteenth session)
         band_percent = _table_override("bandpct", (75 if dtype == torch.float32 else 50, 0))[0]
-        round_split = _table_override("roundsplit", (1, 0))[0]
+        # the 16-way rounds with each segment over 2 programs: fp32 topp0.9 B = 256
+        # 510 -> 481 us, B = 64 gaussian 276 -> 253, B = 1024 unchanged (4 programs: B = 1024
+        # +30 us). It sets the order of the partial sums, so it is the same at every B.
+        round_split = _table_override("roundsplit", (2, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
