@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -898,4 +898,13 @@ if [[ $stage == s19d ]]; then  # call 4: the top-p masks' prepared, never-measur
     QRITA_LAUNCH_TABLE=lean=1x0,roundsplit=4x0
   KNOB_S=60 prof default topp0.9 zipf,gaussian
   KNOB_S=60 prof lean_split4 topp0.9 zipf,gaussian QRITA_LAUNCH_TABLE=lean=1x0,roundsplit=4x0
+fi
+if [[ $stage == s19e ]]; then  # call 5: the masks at lean pass A + rounds over 2 programs (new defaults): the top-p masks bench (fp32 and bf16), then the masks' GPU tests
+  timeout "${BENCH_S:-120}" python3 benchmarks/bench.py --out "$OUT/bench" --ops masks \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
+    --scenarios topp0.9,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 \
+    --no-progress --peers '' 2>&1 | grep -E "^masks" | cut -c1-110
+  m=tests/test_triton_masks.py
+  gpu_tests s19e "${TESTS_S:-330}" "$m::test_gpu_deterministic_and_batch_invariant" \
+    "$m::test_gpu_cuda_graph_capture_and_replay" "$m::test_gpu_batches" "$m::test_gpu_real_vocab"
 fi
