@@ -201,7 +201,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # k50 93 -> 79 at 512 x 4 (k1000 at 512 x 4: 168 -> 205, so only for small k;
         # BENCHMARKS.md tenth section)
         dense_small, warps_small = _table_override("searchsmall", (512, 4))
-        block_write, warps_write = _table_override("write", (0, 0))
+        # the mask's write pass in 1024-entry tiles, 4 warps (was the streaming tile: 2048 fp32,
+        # 4096 16-bit). H200, B = 1024, zipf topp0.9, kernel us: bf16 563.9 -> 221.3 (2048 x 4:
+        # 247.8), fp32 310.1 -> 269.7; topk50 fp32 143.5 -> 142.5 (BENCHMARKS.md nineteenth
+        # session; the wide rows' per-tile tie count is what a big tile makes slow)
+        block_write, warps_write = _table_override("write", (1024, 4))
         warps_cutoff = _table_override("cutoff", (0, 0))[1]
         block_round, warps_round = _table_override("round", (WIDE_BLOCK, 0))
         # H200, fp32 zipf topp0.9, B = 1024: wide_compact 467.8 -> 459.4 us at 256 x 4 (128 x 4
