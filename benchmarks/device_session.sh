@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -912,4 +912,14 @@ if [[ $stage == s19f ]]; then  # call 6 (short): is the token the same with 1, 2
   timeout "${ID_S:-60}" python3 benchmarks/checks_identity.py 2>&1 | tail -14
   sample_ab "${AB_S:-30}" 1,8,64 QRITA_REJECT_CHECKS=3 QRITA_REJECT_CHECKS=1
   PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-60}" prof b16 topp0.9 zipf
+fi
+if [[ $stage == s20a ]]; then  # next session, call 1 (written without a GPU): the masks at the 1024 x 4 write tile (nineteenth session: profiled, never checked against the oracle there): the bench (every bench cell is checked first), then the masks' GPU tests, (262144, bf16) first
+  timeout "${BENCH_S:-200}" python3 benchmarks/bench.py --out "$OUT/bench" --ops masks,top_k \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
+    --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 20 \
+    --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^(masks|top_k)" | cut -c1-110
+  m=tests/test_triton_masks.py
+  gpu_tests s20a "${TESTS_S:-330}" "$m::test_gpu_real_vocab[262144-bfloat16]" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
+    "$m::test_gpu_batches" "$m::test_gpu_real_vocab"
 fi
