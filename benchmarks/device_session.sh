@@ -27,7 +27,18 @@ pack_cache() {
     rm -f "$OUT/triton_cache.tgz"
   fi
 }
-trap pack_cache EXIT
+# the device tool returns at most 8 files: past 6 result files, they all go into one
+# results.tgz (extract it where the call's files land)
+pack_results() {
+  local n
+  n=$(find "$OUT" -type f ! -name triton_cache.tgz ! -name results.tgz | wc -l)
+  if [[ $n -gt 6 ]]; then
+    tar czf "$OUT/results.tgz.part" -C "$OUT" --exclude=triton_cache.tgz . 2>/dev/null \
+      && find "$OUT" -mindepth 1 ! -name triton_cache.tgz ! -name results.tgz.part -delete \
+      && mv "$OUT/results.tgz.part" "$OUT/results.tgz"
+  fi
+}
+trap 'pack_cache; pack_results' EXIT
 stage="${1:-final}"
 # gpu_tests NAME SECONDS NODEID...: the GPU tests named, verbose, into pytest_gpu_<NAME>.log
 gpu_tests() {
