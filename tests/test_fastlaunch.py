@@ -9,6 +9,7 @@ capture, and the current device.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
 
@@ -136,6 +137,40 @@ def test_key_binds_like_triton():
                                     big=2**31 + 5, scale=1.5, flag=False, BLOCK=64, MODE=0)
     with pytest.raises(TypeError):  # missing BLOCK: Triton raises too (launch lets it)
         specialization_key(kernel, *args)
+
+
+def test_binder_tokens_are_the_token_functions():
+    """The generated binder computes the common tokens inline: for every kind of value they equal
+    ``_spec_token`` / ``_type_token`` / ``_value_token``'s (or raise as they do)."""
+    base = torch.zeros(64, dtype=torch.float32)
+
+    class Sub(torch.Tensor):
+        pass
+
+    values = [0, 1, -1, 2, 8, 15, 16, 17, 24, 32, 2**31 - 8, 2**31 - 1, 2**31, -2**31,
+              -2**31 - 1, 2**40, 2**63 - 1, 2**63, 2**64 - 16, 2**64 - 1, 2**64, -2**63, -2**63 - 1, True, False,
+              None, 0.0, -0.0, 1.5, float("nan"), "s", base, base[1:], base[2:], base[4:],
+              base.to(torch.int64), base.as_subclass(Sub), base[1:].as_subclass(Sub), (1, 2)]
+    binder = fastlaunch._make_binder(["a", "b", "C"], [False, False, True], [
+        inspect.Parameter.empty] * 3, [False, True, False])
+    fastlaunch._triton()
+    for v in values:
+        expected = []
+        for fn in (fastlaunch._spec_token, fastlaunch._type_token, fastlaunch._value_token):
+            try:
+                expected.append(fn(v))
+            except fastlaunch._Unsupported:
+                expected.append(fastlaunch._Unsupported)
+        if fastlaunch._Unsupported in expected[:2]:
+            for a, b in ((v, 0), (0, v)):
+                with pytest.raises(fastlaunch._Unsupported):
+                    binder(a, b, 0)
+            continue
+        tokens, values_out, options = binder(v, v, v, num_warps=4)
+        assert list(tokens) == expected, v
+        assert [type(t) for t in tokens] == [type(e) for e in expected], v
+        assert values_out == (v, v, v) or v != v, v
+        assert options == {"num_warps": 4}
 
 
 def test_key_unsupported_types_are_not_keyed():

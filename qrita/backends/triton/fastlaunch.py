@@ -201,24 +201,34 @@ class _Entry:
         self.packed_metadata = compiled.packed_metadata
 
 
+# Inline forms of the token functions above, for the generated binder: the common cases (a
+# tensor, an int in i32, an int constexpr) without a Python call; everything else calls the
+# function, so the tokens are exactly the functions' (tests/test_fastlaunch.py checks both).
+_SPEC_INLINE = ("((({n}).dtype, ({n}).data_ptr() & 15 == 0) if type({n}) is _Tensor else "
+                "(('one' if {n} == 1 else {n} & 15 == 0) if type({n}) is int and "
+                "-0x80000000 <= {n} <= 0x7FFFFFFF else _spec({n})))")
+_TYPE_INLINE = "('i32' if type({n}) is int and -0x80000000 <= {n} <= 0x7FFFFFFF else _type({n}))"
+_VALUE_INLINE = "({n} if type({n}) is int else _value({n}))"
+
+
 def _make_binder(names: Sequence[str], constexpr: Sequence[bool], defaults: Sequence[Any],
                  unspecialized: Sequence[bool] = ()):
     """A function with the kernel's parameters (and ``**options``), as Triton binds them, that
     returns (tokens of the parameters, their values in order, options). Generated, so that
     Python binds the arguments and fills in defaults. ``unspecialized``: per parameter, whether
     the kernel lists it in ``do_not_specialize`` (its token is :func:`_type_token`)."""
-    if {"_spec", "_type", "_value", "_defaults", "options"} & set(names):
+    if {"_spec", "_type", "_value", "_defaults", "_Tensor", "options"} & set(names):
         raise TypeError("a kernel parameter name clashes with the binder's")
     params = [name if d is inspect.Parameter.empty else f"{name}=_defaults[{i}]"
               for i, (name, d) in enumerate(zip(names, defaults))]
     unspecialized = list(unspecialized) + [False] * (len(names) - len(unspecialized))
-    tokens = [f"_value({n})" if c else f"_type({n})" if u else f"_spec({n})"
+    tokens = [(_VALUE_INLINE if c else _TYPE_INLINE if u else _SPEC_INLINE).format(n=n)
               for n, c, u in zip(names, constexpr, unspecialized)]
     src = (f"def bind({', '.join([*params, '**options'])}):\n"
            f"    return ({''.join(t + ', ' for t in tokens)}), "
            f"({''.join(n + ', ' for n in names)}), options\n")
     namespace = {"_spec": _spec_token, "_type": _type_token, "_value": _value_token,
-                 "_defaults": tuple(defaults)}
+                 "_defaults": tuple(defaults), "_Tensor": _Tensor}
     exec(src, namespace)
     return namespace["bind"]
 
