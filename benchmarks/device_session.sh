@@ -770,18 +770,20 @@ if [[ $stage == s17b ]]; then  # the GPU tests of masks / top_k still owed after
   gpu_tests s17b "${TESTS_S:-400}" "$m::test_gpu_real_vocab[151936-float16]" "$m::test_gpu_real_vocab[262144-bfloat16]" \
     "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_batches"
 fi
-# sample_ab SECONDS BATCHES ENV...: the sampler's topp0.9 fp32 bench (zipf and gaussian, V =
-# 131072, graph replay) once per environment setting, into <setting>/ (A/B of a measuring knob)
-sample_ab() {
-  local seconds=$1 batches=$2; shift 2
+# bench_ab OP SCENARIOS SECONDS BATCHES ENV...: the OP bench (fp32, zipf and gaussian, V = 131072,
+# eager and graph replay, every cell checked first) once per environment setting, into <setting>/
+bench_ab() {
+  local op=$1 scenarios=$2 seconds=$3 batches=$4 env name; shift 4
   for env in "$@"; do
-    name=$(echo "$env" | tr ' =' '__')
-    env $env timeout "$seconds" python3 benchmarks/bench.py --out "$OUT/$name" --ops sample \
+    name=$(echo "$env" | tr ' =,' '___')
+    env $env timeout "$seconds" python3 benchmarks/bench.py --out "$OUT/$name" --ops "$op" \
       --vocab 131072 --dtypes float32 --batch "$batches" --workloads zipf,gaussian \
-      --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
-      --peers '' 2>&1 | grep -E "^sample" | sed "s/^/$name /" | cut -c1-140
+      --scenarios "$scenarios" --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
+      --peers '' 2>&1 | grep -E "^$op" | cut -c1-110 | sed "s/^/$name /"
   done
 }
+# sample_ab SECONDS BATCHES ENV...: the sampler's topp0.9 (A/B of a measuring knob)
+sample_ab() { bench_ab sample topp0.9 "$@"; }
 # sample_profile ENV...: the rejection draw's kernel profile (zipf and gaussian topp0.9, B = 1024,
 # fp32) once per environment setting, into profile_<setting>/
 sample_profile() {
@@ -891,18 +893,8 @@ if [[ $stage == s19c ]]; then  # call 3: the new split defaults (4 warps, tiles 
     --no-progress 2>&1 | grep -E "^sample" | cut -c1-140
   sample_ab "${AB_S:-34}" 1,64,1024 QRITA_REJECT_SPLIT_AHEAD=2
 fi
-# mask_ab SECONDS BATCHES ENV...: the top-p masks (zipf and gaussian, topp0.9 and topk100_topp0.9,
-# fp32, V = 131072) once per environment setting, checked against the oracle first, into <setting>/
-mask_ab() {
-  local seconds=$1 batches=$2; shift 2
-  for env in "$@"; do
-    name=$(echo "$env" | tr ' =,' '___')
-    env $env timeout "$seconds" python3 benchmarks/bench.py --out "$OUT/$name" --ops masks \
-      --vocab 131072 --dtypes float32 --batch "$batches" --workloads zipf,gaussian \
-      --scenarios topp0.9,topk100_topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 \
-      --no-progress --peers '' 2>&1 | grep -E "^masks" | cut -c1-110 | sed "s/^/$name /"
-  done
-}
+# mask_ab SECONDS BATCHES ENV...: the top-p masks, topp0.9 and topk100_topp0.9
+mask_ab() { bench_ab masks topp0.9,topk100_topp0.9 "$@"; }
 if [[ $stage == s19d ]]; then  # call 4: the top-p masks' prepared, never-measured A/Bs: pass A's lean masses (lean=1x0) and the 16-way rounds split over 2 / 4 programs per segment (roundsplit), B = 1 to 1024; then kernel profiles
   mask_ab "${AB_S:-60}" 1,8,64,256,1024 QRITA_LAUNCH_TABLE=default QRITA_LAUNCH_TABLE=lean=1x0 \
     QRITA_LAUNCH_TABLE=roundsplit=2x0 QRITA_LAUNCH_TABLE=roundsplit=4x0 \
