@@ -77,10 +77,10 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
     ``sortbig=0xW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile, warps) of the wide
     top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), pass A's
-    masses by the online softmax instead of relative to a fixed reference (``lean=0x0``), the band's size cap in percent of the
-    slots (``bandpct=75x0``), the programs per segment of the 16-way rounds (``roundsplit=4x0``; default 2),
-    or the size of the wide top-p
-    band's sample and the warps placing it (``band=4096x8``)."""
+    masses by the online softmax instead of relative to a fixed reference (``lean=0x0``), the
+    band's size cap in percent of the slots (``bandpct=75x0``), the programs per segment of the
+    16-way rounds (``roundsplit=4x0``; default 2), or the size of the wide top-p band's sample
+    and the warps placing it (``band=4096x8``)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -669,8 +669,8 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     keeps round 0's entry without a check read where the group statistics bound the mass
     before it under p x Z (``bound``: 0 never, 1 from the group masses, 2 (default) also from
     each group's mass within 4 nats of its max; ``QRITA_REJECT_BOUND``; speed only). Warps:
-    ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 4; with the tile and the
-    group it sets the float32 sums, so it too is the same at every batch size).
+    ``QRITA_REJECT_WARPS`` (default 8), split ``QRITA_REJECT_SPLIT_WARPS`` (default 4; with the
+    tile and the group it sets the float32 sums, so it too is the same at every batch size).
 
     Returns tokens (B,) int64.
     """
