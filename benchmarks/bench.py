@@ -566,8 +566,12 @@ def write_csv(rows: list[dict], path: str) -> str:
 
 # -------------------------------------------------------------------------------------- metadata
 def git_commit(path: str = REPO) -> str:
-    """``git rev-parse --short HEAD`` (+dirty); else $QRITA_COMMIT; else "unknown"."""
+    """$QRITA_COMMIT when set (the device tool's copy of the repository may carry a stale
+    ``.git``: pass the local ``git rev-parse --short HEAD`` in the command); else
+    ``git rev-parse --short HEAD`` (+dirty); else "unknown"."""
     env = os.environ.get("QRITA_COMMIT", "").strip()
+    if env:
+        return env
     try:
         h = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=path, capture_output=True,
                            text=True, timeout=10)

@@ -12,6 +12,9 @@
 # the GPU tests of the masks and top_k at the one-warp candidate pass, then the bench; radix:
 # the wide compaction's tiles / warps, then the bench at the radix top-k search; last: the
 # session's GPU tests and a short bench)
+# The CSVs' commit column: the device's copy of the repository may carry a stale .git, so pass
+# the local HEAD in the command: QRITA_COMMIT=$(git rev-parse --short HEAD) here, written into
+# the run command as a literal (bench.py prefers it to git).
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHON_CLIENT_PREALLOCATE=false
 unset TRITON_INTERPRET

@@ -291,6 +291,11 @@ def test_slow_guard_and_commit_env(tmp_path, monkeypatch):
     monkeypatch.setenv("QRITA_COMMIT", "feedbee")
     monkeypatch.setattr(bench, "REPO", str(tmp_path))  # not a git checkout: falls back to the env
     assert bench.git_commit(str(tmp_path)) == "feedbee"
+    # in a checkout too, the environment wins (the device's copy may hold a stale .git)
+    assert bench.git_commit(os.path.dirname(os.path.dirname(bench.__file__))) == "feedbee"
+    monkeypatch.delenv("QRITA_COMMIT")
+    assert bench.git_commit(str(tmp_path)) == "unknown"
+    monkeypatch.setenv("QRITA_COMMIT", "feedbee")
     rc = bench.main(["--cpu-debug", "--no-progress", "--batch", "2", "--vocab", "256", "--dtypes",
                      "float32", "--workloads", "gaussian", "--ops", "masks", "--scenarios", "topk50",
                      "--peers", "torch_sort", "--max-call-ms", "0", "--out", str(tmp_path)])
