@@ -421,6 +421,117 @@ def test_normal_path_for_pre_run_hooks_callable_grid_and_unkeyed_args(fake_gpu):
     assert not _last_was_fast(recorder)
 
 
+def test_launch_site_launches_what_triton_launches(fake_gpu):
+    """``launch_site``: the first call per site takes ``launch`` (which keys it); later calls
+    with the site launch the same compiled kernel with the same arguments, without a key."""
+    kernel, drv, recorder, _ = fake_gpu
+    k = fastlaunch._get(kernel)
+    for i, (grid, args, kw) in enumerate(_calls()):
+        kernel[grid](*args, **kw)
+        fastlaunch.launch_site(("case", i), kernel, grid, *args, **kw)
+        keyed = k.key
+        k.key = None  # a keyed call would fail now: the site's calls do not key
+        try:
+            fastlaunch.launch_site(("case", i), kernel, grid, *args, **kw)
+        finally:
+            k.key = keyed
+        slow, _, fast = recorder.calls[-3:]
+        s_ck, s_grid, s_fn, s_meta, _, _, _, s_args = _split(slow)
+        f_ck, f_grid, f_fn, f_meta, f_lmeta, _, _, f_args = _split(fast)
+        assert f_ck is s_ck and f_fn is s_fn and f_meta is s_meta and f_grid == s_grid
+        assert len(f_args) == len(s_args) and all(a is b for a, b in zip(f_args, s_args))
+        assert f_lmeta is None
+    drv.device = 1  # another device: the site is keyed again there
+    grid, args, kw = _calls()[0]
+    fastlaunch.launch_site(("case", 0), kernel, grid, *args, **kw)
+    assert recorder.calls[-1][0].packed_metadata[0] == 1
+
+
+def test_launch_site_too_coarse_is_caught_when_verifying(fake_gpu, monkeypatch):
+    kernel, _, recorder, _ = fake_gpu
+    x = _tensors()
+    args = _plain_args()
+    fastlaunch.launch_site("one site", kernel, (1,), *args, BLOCK=16)
+    fastlaunch.launch_site("one site", kernel, (1,), *args, BLOCK=16)
+    monkeypatch.setattr(fastlaunch, "_VERIFY", True)
+    fastlaunch.launch_site("one site", kernel, (1,), *args, BLOCK=16)  # the same: fine
+    with pytest.raises(fastlaunch.SiteKeyError):  # the alignment of x differs
+        fastlaunch.launch_site("one site", kernel, (1,), x["f32_off4"], *args[1:], BLOCK=16)
+    with pytest.raises(fastlaunch.SiteKeyError):  # a constexpr differs
+        fastlaunch.launch_site("one site", kernel, (1,), *args, BLOCK=32)
+
+
+@pytest.fixture
+def fake_reject(monkeypatch):
+    """The rejection draw's two kernels as compiled-mode kernels (the same functions) on the
+    stand-in driver, every site checked against the full key (``_VERIFY``)."""
+    try:
+        import triton.experimental.gluon  # noqa: F401
+    except ImportError:
+        pass
+    from qrita.backends.triton import launch as launch_mod
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.delenv("QRITA_FAST_LAUNCH", raising=False)
+    monkeypatch.setattr(triton_driver, "_active", _FakeDriver())
+    monkeypatch.setattr(fastlaunch, "_VERIFY", True)
+    recorder = _Recorder()
+    for name in ("reject_split_stats_kernel", "reject_split_check_kernel"):
+        original = getattr(launch_mod, name)
+        fn = getattr(original, "fn", original)
+        options = getattr(original, "kwargs", None) or {}
+        kernel = triton_jit.JITFunction(
+            fn, do_not_specialize=list(options.get("do_not_specialize") or
+                                       getattr(original, "do_not_specialize", None) or []))
+
+        def do_compile(key, signature, device, constexprs, options, attrs, warmup,
+                       _kernel=kernel):
+            ck = _FakeCompiled(recorder, device, key)
+            _kernel.device_caches[device][0][key] = ck
+            return ck
+
+        monkeypatch.setattr(kernel, "_do_compile", do_compile, raising=False)
+        monkeypatch.setattr(launch_mod, name, kernel)
+    return launch_mod, recorder
+
+
+def test_reject_draw_sites_are_as_fine_as_the_key(fake_reject):
+    """The rejection draw names its launches' specialization by one site per call: over
+    scalar / per-row p, min-p and temperatures, scalar seeds and offsets of every integer type,
+    per-row ones, a misaligned row, 16-bit logits and a caller's rounds, every launch's site
+    agrees with the full key (``_VERIFY`` raises otherwise), and a repeated call launches
+    without keying."""
+    launch_mod, recorder = fake_reject
+    base = torch.zeros((3, 301), dtype=torch.float32)
+    rows = torch.zeros(3, dtype=torch.float32)
+    cases = []
+    for x in (base[:, :300], base.view(-1)[1:1 + 3 * 300].view(3, 300),
+              base[:, :300].to(torch.bfloat16), base[:, :300].to(torch.float16)):
+        cases += [dict(x=x, p=0.9, seed=5, offset=0), dict(x=x, p=None, seed=2**63 + 3, offset=7)]
+    x = base[:, :300]
+    cases += [
+        dict(x=x, p=rows + 0.5, seed=torch.arange(3), offset=torch.arange(3)),
+        dict(x=x, p=0.9, min_p=0.1, seed=2**40, offset=2**64 - 1),
+        dict(x=x, p=rows.double() + 0.5, min_p=rows + 0.1, seed=None, offset=1),
+        dict(x=x, p=0.0, temperature=0.5, seed=1, offset=0),
+        dict(x=x, p=0.9, temperature=rows + 1.0, seed=1, offset=0),
+        dict(x=x, p=0.9, seed=torch.tensor([9]), offset=0),
+        dict(x=x, p=0.9, seed=1, offset=0, rounds=torch.zeros(3, dtype=torch.int32)),
+        dict(x=x, p=0.9, seed=1, offset=0,
+             rounds=torch.zeros(4, dtype=torch.int32)[1:]),
+    ]
+    for case in cases:
+        case = dict(case)
+        x, p = case.pop("x"), case.pop("p")
+        args = (x, case.pop("temperature", None), p, case.pop("seed"), case.pop("offset"),
+                case.pop("min_p", None))
+        launch_mod.launch_reject_topp_sample(*args, **case)
+        n = len(recorder.calls)
+        launch_mod.launch_reject_topp_sample(*args, **case)
+        again = recorder.calls[n:]
+        assert again and all(a[6] is None for _, a in again)  # the fast path, every launch
+
+
 def test_bad_calls_raise_as_triton_does(fake_gpu):
     kernel, _, _, _ = fake_gpu
     args = _plain_args()

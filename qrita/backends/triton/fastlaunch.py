@@ -50,6 +50,13 @@ kernel always takes the normal path)
       parameters are all positional-or-keyword;
     * Triton never drops a compiled kernel from its in-memory cache (it does not).
 
+``launch_site(site, kernel, grid, ...)`` goes one step further for a caller that knows what
+decides its call's specialization: ``site`` (any hashable value) stands for the key. After the
+first call per site only the arguments' values are bound (a generated function, no tokens):
+the per-argument key is what costs most of ``launch``'s host time for qrita's kernels (20-35
+parameters). A site must be as fine as the key; ``QRITA_FAST_LAUNCH_VERIFY=1`` (the tests)
+checks every call against the full key.
+
 Per call, the normal path is taken while launch enter/exit hooks (profilers), pre-run hooks or a
 stages-inspection hook are installed, for a callable grid, and for a call Triton would reject.
 The fast path is off under ``TRITON_INTERPRET=1`` and with ``QRITA_FAST_LAUNCH=0`` (both read when
@@ -70,7 +77,7 @@ import torch
 
 _Tensor = torch.Tensor
 
-__all__ = ["launch", "fast_path_active", "specialization_key"]
+__all__ = ["launch", "launch_site", "SiteKeyError", "fast_path_active", "specialization_key"]
 
 
 class _Unsupported(Exception):
@@ -233,6 +240,20 @@ def _make_binder(names: Sequence[str], constexpr: Sequence[bool], defaults: Sequ
     return namespace["bind"]
 
 
+def _make_values_binder(names: Sequence[str], defaults: Sequence[Any]):
+    """A function with the kernel's parameters (and ``**options``) that returns their values in
+    declaration order, defaults filled in: :func:`_make_binder`'s values without its tokens."""
+    if {"_defaults", "options"} & set(names):
+        raise TypeError("a kernel parameter name clashes with the binder's")
+    params = [name if d is inspect.Parameter.empty else f"{name}=_defaults[{i}]"
+              for i, (name, d) in enumerate(zip(names, defaults))]
+    src = (f"def values({', '.join([*params, '**options'])}):\n"
+           f"    return ({''.join(n + ', ' for n in names)})\n")
+    namespace = {"_defaults": tuple(defaults)}
+    exec(src, namespace)
+    return namespace["values"]
+
+
 class _Kernel:
     """What ``launch`` knows about one kernel."""
 
@@ -241,6 +262,7 @@ class _Kernel:
         self.fast = False
         self.reason = "not set up"
         self.cache: dict[tuple, _Entry] = {}
+        self.sites: dict[tuple, _Entry] = {}  # launch_site's: (site, global state) -> entry
 
     def bind(self) -> None:
         """Read the kernel's signature (no device needed); raises for kernels we do not handle."""
@@ -258,6 +280,7 @@ class _Kernel:
                                    [p.default for p in params],
                                    [bool(getattr(p, "do_not_specialize", False))
                                     for p in kernel.params])
+        self.values = _make_values_binder([p.name for p in params], [p.default for p in params])
         for attr in ("pre_run_hooks", "used_global_vals", "debug"):
             getattr(kernel, attr)
 
@@ -358,6 +381,67 @@ def launch(kernel: Any, grid: Sequence[int], /, *args: Any, **kwargs: Any) -> No
         if isinstance(compiled, _tr.CompiledKernel) and compiled.function is not None:
             k.cache[key] = _Entry(compiled)
         return
+    n = len(grid)
+    entry.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
+              drv.get_current_stream(device), entry.function, entry.packed_metadata,
+              None, None, None, *values)
+
+
+#: tests set it (or ``QRITA_FAST_LAUNCH_VERIFY=1`` at import): every :func:`launch_site` call
+#: also computes the full key and raises if its site's entry is not that key's
+_VERIFY = os.environ.get("QRITA_FAST_LAUNCH_VERIFY", "0") == "1"
+
+
+class SiteKeyError(AssertionError):
+    """A :func:`launch_site` site key was not fine enough: one site, two specializations."""
+
+
+def launch_site(site: Hashable, kernel: Any, grid: Sequence[int], /, *args: Any,
+                **kwargs: Any) -> None:
+    """:func:`launch`, for a caller that can name its call's specialization more cheaply than
+    the per-argument key: ``site`` is any hashable value that, for this kernel, determines
+    everything :func:`specialization_key` holds (every argument's token, the constexprs and the
+    launch options). The first call per site (and per device and global Triton state) computes
+    the full key and files that key's compiled kernel under the site; later calls bind the
+    arguments' values alone (no tokens) and launch it. A site too coarse would launch another
+    specialization's kernel: with ``_VERIFY`` every call checks its site against the full key
+    (the tests run with it)."""
+    k = _kernels.get(id(kernel)) or _get(kernel)
+    if (not k.fast or callable(grid) or kernel.pre_run_hooks
+            or not _hooks_idle(_tr.knobs.runtime)):
+        kernel[grid](*args, **kwargs)
+        return
+    drv = _tr.driver.active
+    device = drv.get_current_device()
+    knobs = _tr.knobs
+    where = (device, kernel.debug, knobs.runtime.debug,
+             _tr.compilation_options(knobs.compilation), site)
+    entry = k.sites.get(where)
+    if entry is None or _VERIFY:
+        try:
+            key, values = k.key(device, args, kwargs)
+        except Exception:  # not keyed, or a bad call: Triton handles it
+            kernel[grid](*args, **kwargs)
+            return
+        keyed = k.cache.get(key)
+        if entry is not None and keyed is not entry:
+            raise SiteKeyError(f"site {site!r} of {kernel.__name__} holds two specializations")
+        if keyed is None or (kernel.used_global_vals and not _globals_unchanged(kernel)):
+            launch(kernel, grid, *args, **kwargs)  # compiles (or raises) and files the key
+            keyed = k.cache.get(key)
+            if keyed is not None:
+                k.sites[where] = keyed
+            return
+        k.sites[where] = entry = keyed
+    else:
+        if kernel.used_global_vals and not _globals_unchanged(kernel):
+            kernel[grid](*args, **kwargs)  # Triton raises
+            return
+        try:
+            values = k.values(*args, **kwargs)
+        except TypeError:  # a bad call: Triton raises as it would
+            kernel[grid](*args, **kwargs)
+            return
     n = len(grid)
     entry.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
               drv.get_current_stream(device), entry.function, entry.packed_metadata,

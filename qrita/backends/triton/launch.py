@@ -70,6 +70,13 @@ def launch(kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
     fastlaunch.launch(kernel, grid, *args, **kwargs)
 
 
+def launch_site(site, kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
+    """:func:`launch` for a call whose specialization ``site`` (hashable) determines: see
+    :func:`qrita.backends.triton.fastlaunch.launch_site` (no per-argument key after the first
+    call per site)."""
+    fastlaunch.launch_site(site, kernel, grid, *args, **kwargs)
+
+
 def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     """Developer knob for measuring and bisecting on a GPU: ``QRITA_LAUNCH_TABLE="cand=512x2,
     wide=256x2,search=1024x4,band=2048x0"`` replaces the (tile, warps) of the candidate pass /
@@ -704,14 +711,33 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     ws_i = torch.zeros(plan.words, dtype=torch.int32, device=dev)
     ws_f = ws_i.view(torch.float32)
     per_program, ahead, warps, axis = plan.per_program, plan.ahead, plan.warps, plan.row_axis
-    launch(reject_split_stats_kernel, plan.grid, *head, per_program, ws_i, ws_f, token, rounds,
-           **flags, AHEAD=ahead, ROW_AXIS=axis, BOUND=plan.bound > 0,
-           NEAR=4.0 if plan.bound == 2 else 0.0, num_warps=warps)
+    # the launches' specialization, named once for all of them (fastlaunch.launch_site): the
+    # plan and flags give the constexprs and options, the tokens the runtime arguments'
+    # (the plan's grid and scratch size are left out: one site for every batch size)
+    site = _site_id((*flags.values(), plan.checks, ahead, warps, axis, plan.bound,
+                     _SPEC(per_program), _SPEC(plan.check_per_program), *map(_SPEC, head[:9]),
+                     *map(_TYPE, head[9:13]), *map(_SPEC, head[13:]),
+                     *map(_SPEC, (ws_i, token, rounds))))
+    launch_site((site, 0), reject_split_stats_kernel, plan.grid, *head, per_program, ws_i, ws_f,
+                token, rounds, **flags, AHEAD=ahead, ROW_AXIS=axis, BOUND=plan.bound > 0,
+                NEAR=4.0 if plan.bound == 2 else 0.0, num_warps=warps)
     for phase in range(1, plan.checks + 1):
-        launch(reject_split_check_kernel, plan.check_grid, *head, plan.check_per_program, phase,
-               ws_i, ws_f, token, rounds, **flags, FINISH=phase == plan.checks, AHEAD=ahead,
-               ROW_AXIS=axis, num_warps=warps)
+        launch_site((site, phase), reject_split_check_kernel, plan.check_grid, *head,
+                    plan.check_per_program, phase, ws_i, ws_f, token, rounds, **flags,
+                    FINISH=phase == plan.checks, AHEAD=ahead, ROW_AXIS=axis, num_warps=warps)
     return token
+
+
+_SPEC, _TYPE = fastlaunch._spec_token, fastlaunch._type_token
+_SITES: dict[tuple, int] = {}
+
+
+def _site_id(site: tuple) -> int:
+    """A small int for a call's specialization tuple (hashed once per call, not per launch)."""
+    found = _SITES.get(site)
+    if found is None:
+        found = _SITES[site] = len(_SITES)
+    return found
 
 
 class _RejectPlan(NamedTuple):
