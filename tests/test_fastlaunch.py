@@ -462,13 +462,15 @@ def test_launch_site_too_coarse_is_caught_when_verifying(fake_gpu, monkeypatch):
 
 
 @pytest.fixture
-def fake_reject(monkeypatch):
-    """The rejection draw's two kernels as compiled-mode kernels (the same functions) on the
-    stand-in driver, every site checked against the full key (``_VERIFY``)."""
+def fake_launch_module(monkeypatch):
+    """Every kernel ``qrita.backends.triton.launch`` launches as a compiled-mode kernel (the same
+    function) on the stand-in driver, every site checked against the full key (``_VERIFY``)."""
     try:
         import triton.experimental.gluon  # noqa: F401
     except ImportError:
         pass
+    from triton.runtime.interpreter import InterpretedFunction
+
     from qrita.backends.triton import launch as launch_mod
 
     monkeypatch.setenv("TRITON_INTERPRET", "0")
@@ -476,13 +478,13 @@ def fake_reject(monkeypatch):
     monkeypatch.setattr(triton_driver, "_active", _FakeDriver())
     monkeypatch.setattr(fastlaunch, "_VERIFY", True)
     recorder = _Recorder()
-    for name in ("reject_split_stats_kernel", "reject_split_check_kernel"):
-        original = getattr(launch_mod, name)
-        fn = getattr(original, "fn", original)
+    for name, original in list(vars(launch_mod).items()):
+        if not isinstance(original, (InterpretedFunction, triton_jit.JITFunction)):
+            continue
         options = getattr(original, "kwargs", None) or {}
-        kernel = triton_jit.JITFunction(
-            fn, do_not_specialize=list(options.get("do_not_specialize") or
-                                       getattr(original, "do_not_specialize", None) or []))
+        unspecialized = options.get("do_not_specialize") or [
+            p.name for p in getattr(original, "params", []) if p.do_not_specialize]
+        kernel = triton_jit.JITFunction(original.fn, do_not_specialize=list(unspecialized))
 
         def do_compile(key, signature, device, constexprs, options, attrs, warmup,
                        _kernel=kernel):
@@ -495,13 +497,22 @@ def fake_reject(monkeypatch):
     return launch_mod, recorder
 
 
-def test_reject_draw_sites_are_as_fine_as_the_key(fake_reject):
+def _twice_the_second_fast(recorder, fn, *args, **kwargs):
+    """Call ``fn(*args, **kwargs)`` twice; the second call's launches all take the fast path."""
+    fn(*args, **kwargs)
+    n = len(recorder.calls)
+    fn(*args, **kwargs)
+    again = recorder.calls[n:]
+    assert again and all(a[6] is None for _, a in again), [a[6] is None for _, a in again]
+
+
+def test_reject_draw_sites_are_as_fine_as_the_key(fake_launch_module):
     """The rejection draw names its launches' specialization by one site per call: over
     scalar / per-row p, min-p and temperatures, scalar seeds and offsets of every integer type,
     per-row ones, a misaligned row, 16-bit logits and a caller's rounds, every launch's site
     agrees with the full key (``_VERIFY`` raises otherwise), and a repeated call launches
     without keying."""
-    launch_mod, recorder = fake_reject
+    launch_mod, recorder = fake_launch_module
     base = torch.zeros((3, 301), dtype=torch.float32)
     rows = torch.zeros(3, dtype=torch.float32)
     cases = []
@@ -525,11 +536,37 @@ def test_reject_draw_sites_are_as_fine_as_the_key(fake_reject):
         x, p = case.pop("x"), case.pop("p")
         args = (x, case.pop("temperature", None), p, case.pop("seed"), case.pop("offset"),
                 case.pop("min_p", None))
-        launch_mod.launch_reject_topp_sample(*args, **case)
-        n = len(recorder.calls)
-        launch_mod.launch_reject_topp_sample(*args, **case)
-        again = recorder.calls[n:]
-        assert again and all(a[6] is None for _, a in again)  # the fast path, every launch
+        _twice_the_second_fast(recorder, launch_mod.launch_reject_topp_sample, *args, **case)
+
+
+def test_pipeline_sites_are_as_fine_as_the_key(fake_launch_module):
+    """The masks' and the selection's pipeline name all their launches' specialization by one
+    site per call: top-k, top-p and both (scalar k of every kind the key tells apart, per-row
+    k / p), the wide stage, in place and out of place, a misaligned row, 16-bit logits, a
+    caller's row_info, batch sizes whose workspace parts lie differently and vocabularies whose
+    launch configurations differ; every launch's site agrees with the full key (``_VERIFY``
+    raises otherwise)."""
+    launch_mod, recorder = fake_launch_module
+    base = torch.zeros((5, 1026), dtype=torch.float32)
+    for B, V in ((1, 256), (2, 256), (3, 256), (5, 256), (2, 1024), (3, 512)):
+        for x in (base[:B, :V], base.view(-1)[1:1 + B * V].view(B, V),
+                  base[:B, :V].to(torch.bfloat16)):
+            rows_k = torch.full((B,), 7, dtype=torch.int64)
+            rows_p = torch.full((B,), 0.5, dtype=torch.float32)
+            for k, p in ((1, None), (16, None), (50, None), (None, 0.9), (50, 0.9), (rows_k, None),
+                         (None, rows_p), (rows_k, rows_p), (V - 1, 0.99)):
+                out = torch.empty_like(x)
+                _twice_the_second_fast(recorder, launch_mod.launch_mask, x, out, k, p,
+                                       float("-inf"))
+            y = x.clone()
+            _twice_the_second_fast(recorder, launch_mod.launch_mask, y, y, None, 0.9, 0.0)
+            info = torch.zeros((B, launch_mod.ROW_INFO), dtype=torch.int32)
+            _twice_the_second_fast(recorder, launch_mod.launch_mask, x, torch.empty_like(x), 5,
+                                   None, 0.0, row_info=info)
+            for k in (1, 16, 40):
+                for smallest, with_key in ((False, False), (True, True)):
+                    _twice_the_second_fast(recorder, launch_mod.launch_select, x, k,
+                                           smallest=smallest, with_key=with_key)
 
 
 def test_bad_calls_raise_as_triton_does(fake_gpu):

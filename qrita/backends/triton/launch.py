@@ -77,6 +77,19 @@ def launch_site(site, kernel, grid: tuple[int, ...], *args, **kwargs) -> None:
     fastlaunch.launch_site(site, kernel, grid, *args, **kwargs)
 
 
+#: the tokens fastlaunch keys runtime arguments on, for the call sites below
+_SPEC, _TYPE = fastlaunch._spec_token, fastlaunch._type_token
+_SITES: dict[tuple, int] = {}
+
+
+def _site_id(site: tuple) -> int:
+    """A small int for a call's specialization tuple (hashed once per call, not per launch)."""
+    found = _SITES.get(site)
+    if found is None:
+        found = _SITES[site] = len(_SITES)
+    return found
+
+
 def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     """Developer knob for measuring and bisecting on a GPU: ``QRITA_LAUNCH_TABLE="cand=512x2,
     wide=256x2,search=1024x4,band=2048x0"`` replaces the (tile, warps) of the candidate pass /
@@ -369,49 +382,57 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     p_scalar = 0.0 if (p is None or p_array) else float(p)
     stride_x = x.stride(0)
     cutoff = ws["cutoff"]
-    launch(cutoff_kernel, (batch,),
-           x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, cutoff,
-           **plan["cutoff"])
+    # every launch's specialization, named once for the call (fastlaunch.launch_site): the
+    # config and the argument kinds give the constexprs and options, the tokens the runtime
+    # arguments' (the workspace parts' alignment depends on B)
+    site = _site_id((cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
+                     retry, small, *map(_SPEC, (x, k_ptr, p_ptr, vocab, stride_x, k_scalar)),
+                     _SPEC(out.stride(0)) if out is not None else None,
+                     *map(_SPEC, (out, sel_val, sel_idx, *ws.values())),
+                     out is not None and out.data_ptr() == x.data_ptr()))
+    launch_site((site, "cutoff"), cutoff_kernel, (batch,),
+                x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, cutoff,
+                **plan["cutoff"])
     # with ``retry``, top-k rows whose cutoff fell short (mode 5) run pass A and the search again
     for again in (False, True) if retry else (False,):
-        launch(candidates_kernel, (batch, cfg.nseg),
-               x, k_ptr, p_ptr, cutoff, vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
-               row_info, cand_val, cand_idx, seg_f, seg_i, **plan[f"candidates_{again}"])
+        launch_site((site, "candidates", again), candidates_kernel, (batch, cfg.nseg),
+                    x, k_ptr, p_ptr, cutoff, vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
+                    row_info, cand_val, cand_idx, seg_f, seg_i, **plan[f"candidates_{again}"])
         for stage in threshold_stages(k is not None, p is not None):
-            launch(threshold_kernel, (batch,),
-                   x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
-                   vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar, p_scalar,
-                   float(fill), cfg.nseg,
-                   out if out is not None else x, sel_val if sel_val is not None else x,
-                   sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"],
-                   seg_before, cutoff, **plan[f"threshold_{again}_{stage}"])
+            launch_site((site, "threshold", again, stage), threshold_kernel, (batch,),
+                        x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
+                        vocab, stride_x, out.stride(0) if out is not None else 0, k_scalar,
+                        p_scalar, float(fill), cfg.nseg,
+                        out if out is not None else x, sel_val if sel_val is not None else x,
+                        sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"],
+                        seg_before, cutoff, **plan[f"threshold_{again}_{stage}"])
     if wide:
         grid_seg = (batch, cfg.nseg)
         row_f, part_i, part_f = ws["row_f"], ws["part_i"], ws["part_f"]
 
         def compact_and_search(band: bool):
-            launch(wide_compact_kernel, grid_seg,
-                   x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
-                   seg_i, part_i, part_f, **plan[f"compact_{band}"])
-            launch(wide_search_kernel, (batch,),
-                   x, cand_val, cand_idx, seg_i, row_info, row_f, part_i, part_f, vocab, stride_x,
-                   out.stride(0), float(fill), cfg.nseg, out, seg_before,
-                   **plan[f"search_{band}"])
+            launch_site((site, "compact", band), wide_compact_kernel, grid_seg,
+                        x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
+                        seg_i, part_i, part_f, **plan[f"compact_{band}"])
+            launch_site((site, "search", band), wide_search_kernel, (batch,),
+                        x, cand_val, cand_idx, seg_i, row_info, row_f, part_i, part_f, vocab,
+                        stride_x, out.stride(0), float(fill), cfg.nseg, out, seg_before,
+                        **plan[f"search_{band}"])
 
-        launch(wide_band_kernel, (batch,),
-               x, row_info, row_f, vocab, stride_x, cfg.max_band, **plan["band"])
+        launch_site((site, "band"), wide_band_kernel, (batch,),
+                    x, row_info, row_f, vocab, stride_x, cfg.max_band, **plan["band"])
         compact_and_search(True)  # the band: finishes the rows it holds
         # the rows it missed; a round may split each segment over ``round_split`` programs
         # (its partial counts are then per part, merged in their fixed order)
         parts = cfg.nseg * cfg.round_split
         for _ in range(WIDE_ROUNDS):
-            launch(wide_round_kernel, (batch, parts),
-                   x, row_info, row_f, vocab, stride_x, cfg.seg_len // cfg.round_split, part_i,
-                   part_f, **plan["round"])
-            launch(wide_narrow_kernel, (batch,),
-                   row_info, row_f, part_i, part_f, parts, **plan["narrow"])
+            launch_site((site, "round"), wide_round_kernel, (batch, parts),
+                        x, row_info, row_f, vocab, stride_x, cfg.seg_len // cfg.round_split,
+                        part_i, part_f, **plan["round"])
+            launch_site((site, "narrow"), wide_narrow_kernel, (batch,),
+                        row_info, row_f, part_i, part_f, parts, **plan["narrow"])
         compact_and_search(False)
-    return cand_val, cand_idx, seg_i, seg_before, row_info
+    return cand_val, cand_idx, seg_i, seg_before, row_info, site
 
 
 def chunk_rows(batch: int) -> int:
@@ -728,16 +749,6 @@ def launch_reject_topp_sample(x: torch.Tensor, temperature, p, seed, offset, min
     return token
 
 
-_SPEC, _TYPE = fastlaunch._spec_token, fastlaunch._type_token
-_SITES: dict[tuple, int] = {}
-
-
-def _site_id(site: tuple) -> int:
-    """A small int for a call's specialization tuple (hashed once per call, not per launch)."""
-    found = _SITES.get(site)
-    if found is None:
-        found = _SITES[site] = len(_SITES)
-    return found
 
 
 class _RejectPlan(NamedTuple):
@@ -842,10 +853,10 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     if (p is None and k is not None and row_info is None and out.data_ptr() != x.data_ptr()
             and one_launch(batch, x)):
         return _launch_topk_mask_one(x, out, k, fill, cfg)
-    cand_val, cand_idx, seg_i, seg_before, row_info = _search(
+    cand_val, cand_idx, seg_i, seg_before, row_info, site = _search(
         x, k, p, cfg, smallest=False, select=False, out=out, sel_val=None, sel_idx=None,
         fill=fill, row_info=row_info)
-    launch(write_mask_kernel, (batch, cfg.nseg),
+    launch_site((site, "write_mask"), write_mask_kernel, (batch, cfg.nseg),
         x, cand_val, cand_idx, seg_i, row_info, seg_before,
         vocab, x.stride(0), out.stride(0), cfg.seg_len, float(fill), out,
         INPLACE=out.data_ptr() == x.data_ptr(), BLOCK=cfg.block_write or cfg.block,
@@ -867,10 +878,11 @@ def launch_select(x: torch.Tensor, k: int, *, smallest: bool, with_key: bool = F
     sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
     sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
     sel_key = torch.empty((batch, k), dtype=torch.int32, device=x.device) if with_key else sel_idx
-    cand_val, cand_idx, seg_i, seg_before, row_info = _search(
+    cand_val, cand_idx, seg_i, seg_before, row_info, site = _search(
         x, k, None, cfg, smallest=smallest, select=True, out=None, sel_val=sel_val,
         sel_idx=sel_idx, fill=0.0, row_info=row_info)
-    launch(write_select_kernel, (batch, cfg.nseg),
+    launch_site((site, "write_select", with_key, _SPEC(sel_key)), write_select_kernel,
+        (batch, cfg.nseg),
         x, cand_val, cand_idx, seg_i, row_info, seg_before,
         vocab, x.stride(0), cfg.seg_len, k, sel_val, sel_idx, sel_key,
         BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, SMALLEST=smallest,
