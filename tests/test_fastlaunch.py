@@ -473,6 +473,9 @@ def fake_launch_module(monkeypatch):
 
     from qrita.backends.triton import launch as launch_mod
 
+    # read (and cached) once per process, as triton.jit reads it: read it before the switch
+    # below, or later tests of this process would see the switched value
+    launch_mod.interpreting()
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     monkeypatch.delenv("QRITA_FAST_LAUNCH", raising=False)
     monkeypatch.setattr(triton_driver, "_active", _FakeDriver())
