@@ -919,13 +919,17 @@ if [[ $stage == s19f ]]; then  # call 6 (short): is the token the same with 1, 2
   sample_ab "${AB_S:-30}" 1,8,64 QRITA_REJECT_CHECKS=3 QRITA_REJECT_CHECKS=1
   PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-60}" prof b16 topp0.9 zipf
 fi
-if [[ $stage == s20a ]]; then  # next session, call 1 (written without a GPU): the masks at the 1024 x 4 write tile (nineteenth session: profiled, never checked against the oracle there): the bench (every bench cell is checked first), then the masks' GPU tests, (262144, bf16) first
+if [[ $stage == s20a ]]; then  # next session, call 1 (written without a GPU): the masks at the 1024 x 4 write tile (nineteenth session: profiled, never checked against the oracle there) and the launch sites (fastlaunch.launch_site: CPU-tested only): the bench (every bench cell is checked first), host time per call at B = 1, then fastlaunch's and the masks' GPU tests, (262144, bf16) first
   timeout "${BENCH_S:-200}" python3 benchmarks/bench.py --out "$OUT/bench" --ops masks,top_k \
     --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
     --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 20 \
     --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^(masks|top_k)" | cut -c1-110
+  # host time per call at B = 1 since the launch sites (nineteenth session, CPU-measured only)
+  timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host" --rows 25 \
+    --only "public sample p0.9,public topk50 mask,public top_k k50,topp0.9" \
+    > "$OUT/host_overhead.txt" 2>&1; grep -E "^(public|topp)" "$OUT/host_overhead.txt" | head -8
   m=tests/test_triton_masks.py
-  gpu_tests s20a "${TESTS_S:-330}" "$m::test_gpu_real_vocab[262144-bfloat16]" \
+  gpu_tests s20a "${TESTS_S:-330}" tests/test_fastlaunch.py "$m::test_gpu_real_vocab[262144-bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
     "$m::test_gpu_batches" "$m::test_gpu_real_vocab"
 fi
