@@ -543,8 +543,8 @@ def test_reject_draw_sites_are_as_fine_as_the_key(fake_launch_module):
 
 
 def test_pipeline_sites_are_as_fine_as_the_key(fake_launch_module):
-    """The masks' and the selection's pipeline name all their launches' specialization by one
-    site per call: top-k, top-p and both (scalar k of every kind the key tells apart, per-row
+    """The masks' and the selection's pipeline (and their one-launch kernels for small batches)
+    name all their launches' specialization by one site per call: top-k, top-p and both (scalar k of every kind the key tells apart, per-row
     k / p), the wide stage, in place and out of place, a misaligned row, 16-bit logits, a
     caller's row_info, batch sizes whose workspace parts lie differently and vocabularies whose
     launch configurations differ; every launch's site agrees with the full key (``_VERIFY``
@@ -570,6 +570,15 @@ def test_pipeline_sites_are_as_fine_as_the_key(fake_launch_module):
                 for smallest, with_key in ((False, False), (True, True)):
                     _twice_the_second_fast(recorder, launch_mod.launch_select, x, k,
                                            smallest=smallest, with_key=with_key)
+            # the one-launch kernels of small batches (top-k mask, selection)
+            for k in (1, 16, 40, 100, rows_k):
+                _twice_the_second_fast(recorder, launch_mod._launch_topk_mask_one, x,
+                                       torch.empty_like(x), k, 0.0, launch_mod.pipeline_config(
+                                           V, x.dtype))
+            for k, smallest, sorted_ in ((1, False, True), (16, True, True), (40, False, True),
+                                         (100, False, True), (40, False, False)):
+                _twice_the_second_fast(recorder, launch_mod.launch_select_one, x, k,
+                                       smallest=smallest, sorted=sorted_)
 
 
 def test_bad_calls_raise_as_triton_does(fake_gpu):

@@ -493,10 +493,12 @@ def _launch_topk_mask_one(x: torch.Tensor, out: torch.Tensor, k, fill: float,
     batch, vocab = x.shape
     ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
     k_array = isinstance(k, torch.Tensor)
-    launch(one_launch_topk_mask_kernel, (batch, cfg.nseg),
-           x, k if k_array else ws, vocab, x.stride(0), out.stride(0), cfg.seg_len,
-           0 if k_array else int(k), float(fill), cfg.max_cands, ws, ws.view(torch.float32), out,
-           **_one_plan(cfg, k_array))
+    k_ptr, k_scalar = (k, 0) if k_array else (ws, int(k))
+    site = _site_id(("topk_mask_one", cfg, k_array, *map(_SPEC, (
+        x, k_ptr, vocab, x.stride(0), out.stride(0), k_scalar, ws, out))))
+    launch_site(site, one_launch_topk_mask_kernel, (batch, cfg.nseg),
+                x, k_ptr, vocab, x.stride(0), out.stride(0), cfg.seg_len, k_scalar, float(fill),
+                cfg.max_cands, ws, ws.view(torch.float32), out, **_one_plan(cfg, k_array))
     return out
 
 
@@ -514,10 +516,13 @@ def launch_select_one(x: torch.Tensor, k: int, *, smallest: bool, sorted: bool,
     sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
     sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
     ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
-    launch(one_launch_select_kernel, (batch, cfg.nseg),
-           x, vocab, x.stride(0), cfg.seg_len, k, cfg.max_cands, ws, ws.view(torch.float32),
-           sel_val, sel_idx, SMALLEST=smallest, SORTED=sorted,
-           K_P2=max(16, next_pow2(k)) if sorted else 16, **_one_plan(cfg, None))
+    k_p2 = max(16, next_pow2(k)) if sorted else 16
+    site = _site_id(("select_one", cfg, smallest, sorted, k_p2, *map(_SPEC, (
+        x, vocab, x.stride(0), k, ws, sel_val, sel_idx))))
+    launch_site(site, one_launch_select_kernel, (batch, cfg.nseg),
+                x, vocab, x.stride(0), cfg.seg_len, k, cfg.max_cands, ws, ws.view(torch.float32),
+                sel_val, sel_idx, SMALLEST=smallest, SORTED=sorted, K_P2=k_p2,
+                **_one_plan(cfg, None))
     return sel_val, sel_idx
 
 
