@@ -581,6 +581,28 @@ def test_pipeline_sites_are_as_fine_as_the_key(fake_launch_module):
                                        smallest=smallest, sorted=sorted_)
 
 
+def test_fused_sampler_sites_are_as_fine_as_the_key(fake_launch_module, monkeypatch):
+    """The fused top-k sampler (one launch for a small batch; selection + draw otherwise) names
+    its launches by sites as fine as the key: scalar / per-row temperature, p and min-p, k
+    from 1 to past 256 (the draw's warps), float32 and bfloat16, a misaligned row."""
+    launch_mod, recorder = fake_launch_module
+    base = torch.zeros((3, 514), dtype=torch.float32)
+    rows = torch.full((3,), 0.5, dtype=torch.float32)
+    for one in ("1", "0"):
+        monkeypatch.setenv("QRITA_ONE_LAUNCH", one)
+        for x in (base[:, :512], base.view(-1)[1:1 + 3 * 512].view(3, 512),
+                  base[:, :512].to(torch.bfloat16)):
+            u = torch.zeros(3, dtype=torch.float32)
+            for k, t, p, m in ((1, None, None, None), (16, 0.7, 0.9, None),
+                               (50, rows, rows, rows), (300, None, 0.0, 0.1),
+                               (40, 1.0, None, rows.double()),
+                               # pairs told apart by one flag, or by a scalar's integer type
+                               (50, None, 0.0, None), (50, None, rows, None),
+                               (50, None, 0.5, None)):
+                _twice_the_second_fast(recorder, launch_mod.launch_fused_sample, x, k, u, t, p,
+                                       m)
+
+
 def test_bad_calls_raise_as_triton_does(fake_gpu):
     kernel, _, _, _ = fake_gpu
     args = _plain_args()

@@ -558,19 +558,25 @@ def launch_fused_sample(x: torch.Tensor, k: int, u: torch.Tensor, temperature, p
     m_ptr, m_bits, m_array = _f64_param(min_p, u)
     params = dict(T_ARRAY=t_array, HAS_P=p is not None, P_ARRAY=p_array,
                   HAS_MIN_P=min_p is not None, MIN_P_ARRAY=m_array, K_P2=max(16, next_pow2(k)))
+    # the draw's specialization, named once (fastlaunch.launch_site)
+    draw = (*params.values(), *map(_SPEC, (x, t_ptr, p_ptr, m_ptr, u, x.stride(0), k)),
+            *map(_TYPE, (t_bits, p_bits, m_bits)), *map(_SPEC, (token, logp)))
     if not one_launch(batch, x):
         sel_val, sel_idx = launch_select(x, k, smallest=False, config=cfg)
-        launch(selection_sample_kernel, (batch,),
-               x, t_ptr, p_ptr, m_ptr, u, x.stride(0), k, t_bits, p_bits, m_bits,
-               sel_val, sel_idx, token, logp, **params, num_warps=4 if k <= 256 else 8)
+        launch_site(_site_id(("selection_sample", *draw, *map(_SPEC, (sel_val, sel_idx)))),
+                    selection_sample_kernel, (batch,),
+                    x, t_ptr, p_ptr, m_ptr, u, x.stride(0), k, t_bits, p_bits, m_bits,
+                    sel_val, sel_idx, token, logp, **params, num_warps=4 if k <= 256 else 8)
         return token, logp
     sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
     sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
     ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
-    launch(fused_topk_sample_kernel, (batch, cfg.nseg),
-           x, t_ptr, p_ptr, m_ptr, u, vocab, x.stride(0), cfg.seg_len, k, cfg.max_cands,
-           t_bits, p_bits, m_bits, ws, ws.view(torch.float32), sel_val, sel_idx, token, logp,
-           **params, **_one_plan(cfg, None))
+    launch_site(_site_id(("fused_topk_sample", cfg, *draw, *map(_SPEC, (vocab, ws, sel_val,
+                                                                       sel_idx)))),
+                fused_topk_sample_kernel, (batch, cfg.nseg),
+                x, t_ptr, p_ptr, m_ptr, u, vocab, x.stride(0), cfg.seg_len, k, cfg.max_cands,
+                t_bits, p_bits, m_bits, ws, ws.view(torch.float32), sel_val, sel_idx, token, logp,
+                **params, **_one_plan(cfg, None))
     return token, logp
 
 
