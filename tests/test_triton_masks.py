@@ -260,6 +260,14 @@ def test_pass_a_masses_are_exact(monkeypatch, lean):
         real_launch(kernel, grid, *args, **kwargs)
 
     monkeypatch.setattr(launch_module, "launch", recording_launch)
+    real_site = launch_module.launch_site
+
+    def recording_site(site, kernel, grid, *args, **kwargs):
+        if kernel is launch_module.candidates_kernel:
+            lean_flags.append(kwargs["LEAN"])
+        real_site(site, kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(launch_module, "launch_site", recording_site)
     V = 1001
     rng = np.random.default_rng(23)
     # a first tile without finite entries before entries far below 0 (the reference defaults
