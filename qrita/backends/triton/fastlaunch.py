@@ -358,14 +358,23 @@ def _globals_unchanged(kernel: Any) -> bool:
     return True
 
 
+def _fast_kernel(kernel: Any, grid: Any) -> _Kernel | None:
+    """The kernel's ``_Kernel`` when this call may take the fast path, else None (normal path:
+    not set up for it, a callable grid, pre-run hooks or launch hooks installed)."""
+    k = _kernels.get(id(kernel)) or _get(kernel)
+    if (not k.fast or callable(grid) or kernel.pre_run_hooks
+            or not _hooks_idle(_tr.knobs.runtime)):
+        return None
+    return k
+
+
 # ------------------------------------------------------------------------------ public
 def launch(kernel: Any, grid: Sequence[int], /, *args: Any, **kwargs: Any) -> None:
     """Same effect as ``kernel[grid](*args, **kwargs)`` (kwargs: constexprs and launch options
     such as ``num_warps`` / ``num_stages``), but after the first call for a given specialization
     it launches the cached compiled kernel directly, skipping ``JITFunction.run``'s binder."""
-    k = _kernels.get(id(kernel)) or _get(kernel)
-    if (not k.fast or callable(grid) or kernel.pre_run_hooks
-            or not _hooks_idle(_tr.knobs.runtime)):
+    k = _fast_kernel(kernel, grid)
+    if k is None:
         kernel[grid](*args, **kwargs)
         return
     drv = _tr.driver.active
@@ -406,9 +415,8 @@ def launch_site(site: Hashable, kernel: Any, grid: Sequence[int], /, *args: Any,
     arguments' values alone (no tokens) and launch it. A site too coarse would launch another
     specialization's kernel: with ``_VERIFY`` every call checks its site against the full key
     (the tests run with it)."""
-    k = _kernels.get(id(kernel)) or _get(kernel)
-    if (not k.fast or callable(grid) or kernel.pre_run_hooks
-            or not _hooks_idle(_tr.knobs.runtime)):
+    k = _fast_kernel(kernel, grid)
+    if k is None:
         kernel[grid](*args, **kwargs)
         return
     drv = _tr.driver.active
