@@ -368,6 +368,14 @@ def _fast_kernel(kernel: Any, grid: Any) -> _Kernel | None:
     return k
 
 
+def _run(entry: _Entry, grid: Sequence[int], stream: int, values: tuple) -> None:
+    """Launch a cached compiled kernel as ``JITFunction.run`` does (grid padded with 1s, no
+    launch metadata or hooks)."""
+    n = len(grid)
+    entry.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, stream,
+              entry.function, entry.packed_metadata, None, None, None, *values)
+
+
 # ------------------------------------------------------------------------------ public
 def launch(kernel: Any, grid: Sequence[int], /, *args: Any, **kwargs: Any) -> None:
     """Same effect as ``kernel[grid](*args, **kwargs)`` (kwargs: constexprs and launch options
@@ -390,10 +398,7 @@ def launch(kernel: Any, grid: Sequence[int], /, *args: Any, **kwargs: Any) -> No
         if isinstance(compiled, _tr.CompiledKernel) and compiled.function is not None:
             k.cache[key] = _Entry(compiled)
         return
-    n = len(grid)
-    entry.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
-              drv.get_current_stream(device), entry.function, entry.packed_metadata,
-              None, None, None, *values)
+    _run(entry, grid, drv.get_current_stream(device), values)
 
 
 #: tests set it (or ``QRITA_FAST_LAUNCH_VERIFY=1`` at import): every :func:`launch_site` call
@@ -450,10 +455,7 @@ def launch_site(site: Hashable, kernel: Any, grid: Sequence[int], /, *args: Any,
         except TypeError:  # a bad call: Triton raises as it would
             kernel[grid](*args, **kwargs)
             return
-    n = len(grid)
-    entry.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1,
-              drv.get_current_stream(device), entry.function, entry.packed_metadata,
-              None, None, None, *values)
+    _run(entry, grid, drv.get_current_stream(device), values)
 
 
 def fast_path_active(kernel: Any) -> bool:
