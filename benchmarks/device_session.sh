@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -932,4 +932,15 @@ if [[ $stage == s20a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s20a "${TESTS_S:-330}" tests/test_fastlaunch.py "$m::test_gpu_real_vocab[262144-bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_cuda_graph_capture_and_replay" \
     "$m::test_gpu_batches" "$m::test_gpu_real_vocab"
+fi
+if [[ $stage == s20b ]]; then  # call 2: the bench at B = 256 and 1024 (zipf, fp32 and bf16, every cell checked first: the 1024 x 4 write tile at large batches), then the sampler's GPU tests at the launch sites and the masks' bf16 real-vocab tests
+  timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT/bench" --ops masks,top_k \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1024,256 --workloads zipf \
+    --scenarios topk50,topk1000,topp0.9,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 20 \
+    --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^(masks|top_k)" | cut -c1-110
+  s=tests/test_triton_sampling.py
+  gpu_tests s20b "${TESTS_S:-300}" tests/test_triton_reject_topp.py::test_gpu_reject_topp_real_vocab \
+    "$s::test_gpu_batch_invariant" "$s::test_gpu_cuda_graph_capture_and_replay" "$s::test_gpu_reproducible" \
+    "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" \
+    tests/test_triton_masks.py::test_gpu_real_vocab -k "not float32 or reject or sampl"
 fi
