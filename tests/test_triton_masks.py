@@ -162,6 +162,39 @@ def test_top_k_retry_is_exact():
     assert retried_rows > 0 and retried_hits > 0, (retried_hits, retried_rows)
 
 
+def test_top_k_top_p_fallback_below_the_cutoff(monkeypatch):
+    """A top-k + top-p row whose σ-cutoff keeps fewer than k candidates (its only large entries
+    are the ones its sample reads) and that does not retry takes the full-row fallback. Pass A
+    sums no masses for a row with top-k on, so that search starts from the row's top instead of
+    below the cutoff: the masks are exact, boundary ties included."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton.primitives import SAMPLE_CHUNKS
+
+    table = launch_module.pipeline_config
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), retry_min_k=1 << 30))
+    V, k = 2001, 50
+    sample = launch_module.pipeline_config(V, torch.float32).sample
+    chunks = int(SAMPLE_CHUNKS.value)
+    chunk = sample // chunks
+    lane = np.arange(sample)
+    offs = (lane // chunk) * max((V // chunks) // 16 * 16, chunk) + lane % chunk
+    rng = np.random.default_rng(31)
+    x = rng.normal(0.0, 1.0, (3, V)).astype(np.float32) - 20.0
+    x[:, offs] = 10.0 + rng.normal(0.0, 1.0, (3, sample)).astype(np.float32)
+    x[1, offs] = np.round(x[1, offs] * 2.0) / 2.0  # copies of the boundary values
+    order = offs[np.argsort(-x[2, offs], kind="stable")]
+    x[2, order[40:70]] = x[2, order[40]]  # 30 copies across the top-k boundary (rank 50)
+    for p in (0.9, 0.5, 1.0):
+        stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+        run_and_check(x, "float32", k, p, stats=stats)
+        mode = stats[:, 0].cpu().numpy()
+        n_cand = stats[:, 3].cpu().numpy()
+        assert (mode == 2).all() and (n_cand < k).all(), (mode, n_cand)
+
+
 def test_dense_and_slot_candidate_searches():
     """Rows with at most DENSE candidates are searched densely packed, rows with more over every
     scratch slot; both exact (and the tiles' sparse and prefix-sum compactions feed both)."""

@@ -162,10 +162,12 @@ def candidates_kernel(
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
 
-    LEAN (with HAS_P; a measuring option, off by default): the masses are summed relative to a
-    fixed reference, the first tile's largest finite entry (0 when it has none), with no
+    LEAN (with HAS_P; the default, ``lean=0x0`` turns it off): the masses are summed relative
+    to a fixed reference, the first tile's largest finite entry (0 when it has none), with no
     per-entry rescaling and no +inf counting in the loop; a segment whose max lies more than 60
     above the reference or below it, or that holds +inf, is measured again by the online form.
+    A row with top-k on sums no masses at all (its top-p runs over the top-k survivors, weighed
+    from the candidates); only a segment holding +inf is measured again, for its +inf counts.
 
     x_ptr : (B, V) logits, unit stride along V; k_ptr / p_ptr : (B,) when K_ARRAY / P_ARRAY
     row_i_ptr : (B, 16) int32 (read when ONLY_RETRY: only rows in mode 5, the retry, run again,
@@ -194,6 +196,9 @@ def candidates_kernel(
     key_max = zero_i + KEY_NAN
     cutoff_key = zero_i + KEY_NAN
     go = k_on | p_on
+    # LEAN: a row with top-k on sums no masses here: its top-p runs over the top-k survivors,
+    # whose weights the threshold kernel takes from the candidates and the row's max
+    need_mass = p_on & (not k_on)
     write = zero_i == 0
     if ONLY_RETRY:
         go = go & (tl.load(row_i_ptr + (zero_i.to(tl.int64) + row) * ROW_I) == 5)
@@ -237,8 +242,9 @@ def candidates_kernel(
                 lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), x, -float("inf")))
             if HAS_P:
                 if LEAN:
-                    lane_mass, lane_cand_mass = fixed_ref_mass(x, valid, is_cand, ref,
-                                                               lane_mass, lane_cand_mass)
+                    if need_mass:
+                        lane_mass, lane_cand_mass = fixed_ref_mass(x, valid, is_cand, ref,
+                                                                   lane_mass, lane_cand_mass)
                 else:
                     lane_max, lane_mass, lane_cand_mass = online_mass(
                         x, valid, is_cand, lane_max, lane_mass, lane_cand_mass)
@@ -263,8 +269,9 @@ def candidates_kernel(
                 scale = tl.exp(ref - seg_max)
                 seg_mass = tl.sum(lane_mass, axis=0) * scale
                 cand_mass = tl.sum(lane_cand_mass, axis=0) * scale
-                redo = ((seg_max - ref > 60.0) | (top == float("inf"))
-                        | ((seg_max < ref) & (seg_max > -float("inf"))))
+                # (a row without masses redoes only for +inf: the +inf counts set its weights)
+                redo = (top == float("inf")) | (need_mass & (
+                    (seg_max - ref > 60.0) | ((seg_max < ref) & (seg_max > -float("inf")))))
                 if seg_max == -float("inf"):  # no finite entry: no mass (the online form's)
                     seg_mass = zero_i.to(tl.float32)
                     cand_mass = zero_i.to(tl.float32)
@@ -571,6 +578,11 @@ def threshold_row(
                 if k_on:
                     lo, hi, cnt_lo, cnt_hi, mass_hi = proved_interval(
                         n_cand >= k, cutoff_lo, key_max, n_cand, cand_mass, V)
+                    if HAS_P:
+                        if n_cand < k:  # below the cutoff: pass A's lean form summed no mass
+                            hi = key_max.to(tl.int64)  # above it (a top-k row), so the search
+                            cnt_hi = zero_i  # starts from the row's top
+                            mass_hi = zero_f
                     T_k, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
                         row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, k, zero_f, row_max, inf_mode,
                         scratch_val, scratch_idx, BLOCK, CAP, False, HAS_P, SMALLEST)
