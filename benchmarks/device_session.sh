@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -943,4 +943,15 @@ if [[ $stage == s20b ]]; then  # call 2: the bench at B = 256 and 1024 (zipf, fp
     "$s::test_gpu_batch_invariant" "$s::test_gpu_cuda_graph_capture_and_replay" "$s::test_gpu_reproducible" \
     "$s::test_gpu_fused_samplers_reproducible_invariant_capturable" \
     tests/test_triton_masks.py::test_gpu_real_vocab -k "not float32 or reject or sampl"
+fi
+if [[ $stage == s20c ]]; then  # call 3: pass A without masses for top-k rows (top-k + top-p): the masks' bench (checked first), the threshold kernel's warps A/B, then the masks' GPU tests
+  timeout "${BENCH_S:-100}" python3 benchmarks/bench.py --out "$OUT/bench" --ops masks \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1024,256 --workloads zipf,gaussian \
+    --scenarios topk100_topp0.9,topk50 --graphs --warmup 5 --rep 20 --check-rows 2 \
+    --no-progress --peers '' 2>&1 | grep -E "^masks" | cut -c1-110
+  bench_ab masks topk100_topp0.9 "${AB_S:-40}" 1024 QRITA_LAUNCH_TABLE=search=1024x4 \
+    QRITA_LAUNCH_TABLE=search=1024x16
+  m=tests/test_triton_masks.py
+  gpu_tests s20c "${TESTS_S:-200}" "$m::test_gpu_batches" "$m::test_gpu_top_k_retry_rows_exact" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_real_vocab" -k "not bfloat16 and not float16"
 fi
