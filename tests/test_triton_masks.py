@@ -317,6 +317,50 @@ def test_pass_a_masses_are_exact(monkeypatch, lean):
     assert lean_flags and all(f == lean for f in lean_flags), lean_flags  # the form asked for
 
 
+def test_small_batch_pass_a_tile_gives_the_same_masks(monkeypatch):
+    """Top-k alone at small batches may run pass A with its own (tile, warps) (the launch
+    table's ``candsmall``): the masks are the oracle's, and so are top_k's selections; batches
+    above SMALL_BATCH_ROWS and calls with top-p keep the usual pass A."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.reference import oracle
+
+    table = launch_module.pipeline_config
+    small_block = table(1001, torch.float32).block_cand // 2
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), block_cand_small=small_block,
+                                                 warps_cand_small=2))
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")  # the pipeline at small batches, as in a graph
+    blocks = []
+    real_site = launch_module.launch_site
+
+    def recording_site(site, kernel, grid, *args, **kwargs):
+        if kernel is launch_module.candidates_kernel:
+            blocks.append((grid[0], kwargs["HAS_P"], kwargs["BLOCK"], kwargs["num_warps"]))
+        real_site(site, kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(launch_module, "launch_site", recording_site)
+    monkeypatch.setattr(launch_module, "SMALL_BATCH_ROWS", 4)
+    V = 1001
+    rng = np.random.default_rng(37)
+    x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])[:6]
+    for rows in (3, 6):
+        for k, p in [(1, None), (50, None), (V - 1, None), (7, 0.9)]:
+            run_and_check(x[:rows], "float32", k, p)
+        values, indices = ops.top_k(_to_device(x[:rows], "float32"), 20)
+        want = oracle.top_k(x[:rows], 20)
+        np.testing.assert_array_equal(_host(indices), want.indices)
+        np.testing.assert_array_equal(_host(values), want.values)
+    usual = table(V, torch.float32)
+    for batch, has_p, block, warps in blocks:
+        small = batch <= 4 and not has_p
+        assert (block, warps) == ((small_block, 2) if small else
+                                  (usual.block_cand, usual.warps_cand or usual.warps_stream)), \
+            (batch, has_p, block, warps)
+    assert any(b[2] == small_block for b in blocks) and any(b[2] != small_block for b in blocks)
+
+
 def test_wide_rounds_split_over_programs_are_exact(monkeypatch):
     """The 16-way rounds with each segment split over two programs (the launch table's
     ``roundsplit``; partial counts merged in their fixed order) give the oracle's masks on rows

@@ -99,8 +99,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), pass A's
     masses by the online softmax instead of relative to a fixed reference (``lean=0x0``), the
     band's size cap in percent of the slots (``bandpct=75x0``), the programs per segment of the
-    16-way rounds (``roundsplit=4x0``; default 2), or the size of the wide top-p band's sample
-    and the warps placing it (``band=4096x8``)."""
+    16-way rounds (``roundsplit=4x0``; default 2), the size of the wide top-p band's sample
+    and the warps placing it (``band=4096x8``), or pass A's (tile, warps) for top-k alone at
+    batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall=512x8``; off by default)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -123,7 +124,8 @@ def next_pow2(n: int) -> int:
 @dataclass(frozen=True)
 class PipelineConfig:
     """Launch parameters. They depend on V and dtype only (never on B, so a row's answer does not
-    depend on its batch) and change speed, never the answer."""
+    depend on its batch) and change speed, never the answer. (``block_cand_small`` /
+    ``warps_cand_small`` apply by batch size, to top-k alone only, whose pass A sums no floats.)"""
 
     block: int  # streaming tile of the segment passes
     seg_len: int  # entries per segment (a multiple of block)
@@ -160,6 +162,11 @@ class PipelineConfig:
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     warps_round: int = 0  # their warps (0: ``warps_stream``)
+    # top-k alone (no top-p: pass A sums no floats, so its tile and warps cannot change the
+    # answer) at batches of at most SMALL_BATCH_ROWS rows: pass A's (tile, warps), where the
+    # default one-warp programs leave the GPU latency-bound (0: the usual ones)
+    block_cand_small: int = 0
+    warps_cand_small: int = 0
 
     @property
     def cap(self) -> int:
@@ -197,6 +204,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         lean_mass = True  # as on the GPU
         band_percent = 75
         round_split = 1
+        block_cand_small, warps_cand_small = 0, 0
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -244,6 +252,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 510 -> 481 us, B = 64 gaussian 276 -> 253, B = 1024 unchanged (4 programs: B = 1024
         # +30 us). It sets the order of the partial sums, so it is the same at every B.
         round_split = _table_override("roundsplit", (2, 0))[0]
+        # not measured yet (s21a): off until then
+        block_cand_small, warps_cand_small = _table_override("candsmall", (0, 0))
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -274,7 +284,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           block_wide2=min(block_wide2, block), warps_wide2=warps_wide2,
                           lean_mass=lean_mass, band_percent=band_percent,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
-                          else 1)
+                          else 1,
+                          block_cand_small=min(block_cand_small, block),
+                          warps_cand_small=warps_cand_small)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -294,12 +306,14 @@ def small_k_search(cfg: PipelineConfig, vocab: int, k: int) -> bool:
 @functools.lru_cache(maxsize=1024)
 def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
           smallest: bool, select: bool, wide: bool, retry: bool,
-          small: bool = False) -> dict[str, dict]:
+          small: bool = False, small_batch: bool = False) -> dict[str, dict]:
     """The constexpr / launch-option keyword arguments of each launch of one call, built once
     per (config, argument kinds): every call runs this host code, so it is kept out of it."""
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
     block_cand = cfg.block_cand or cfg.block
     warps_cand = cfg.warps_cand or cfg.warps_stream
+    if small_batch and not has_p and cfg.block_cand_small and cfg.warps_cand_small:
+        block_cand, warps_cand = cfg.block_cand_small, cfg.warps_cand_small
     seg = dict(CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2)
     dense, warps_search = (cfg.dense_small, cfg.warps_small) if small else (cfg.dense,
                                                                            cfg.warps_search)
@@ -374,8 +388,9 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     p_array = isinstance(p, torch.Tensor)
     retry = k is not None and (k_array or int(k) >= cfg.retry_min_k)
     small = p is None and k is not None and not k_array and small_k_search(cfg, vocab, int(k))
+    small_batch = batch <= SMALL_BATCH_ROWS
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                 retry, small)
+                 retry, small, small_batch)
     k_ptr = k if k_array else seg_i
     p_ptr = p if p_array else seg_f
     k_scalar = 0 if (k is None or k_array) else int(k)
@@ -386,7 +401,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # config and the argument kinds give the constexprs and options, the tokens the runtime
     # arguments' (the workspace parts' alignment depends on B)
     site = _site_id((cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                     retry, small, *map(_SPEC, (x, k_ptr, p_ptr, vocab, stride_x, k_scalar)),
+                     retry, small, small_batch, *map(_SPEC, (x, k_ptr, p_ptr, vocab, stride_x, k_scalar)),
                      _SPEC(out.stride(0)) if out is not None else None,
                      *map(_SPEC, (out, sel_val, sel_idx, *ws.values())),
                      out is not None and out.data_ptr() == x.data_ptr()))
@@ -448,6 +463,7 @@ def chunk_rows(batch: int) -> int:
 
 
 ONE_LAUNCH_MAX_BATCH = 16  # batches up to this size may take the one-launch kernels
+SMALL_BATCH_ROWS = 64  # batches up to this size may take ``candsmall``'s pass A (top-k alone)
 
 
 def one_launch(batch: int, x: torch.Tensor) -> bool:
