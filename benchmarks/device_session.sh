@@ -955,9 +955,18 @@ if [[ $stage == s20c ]]; then  # call 3: pass A without masses for top-k rows (t
   gpu_tests s20c "${TESTS_S:-200}" "$m::test_gpu_batches" "$m::test_gpu_top_k_retry_rows_exact" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_real_vocab" -k "not bfloat16 and not float16"
 fi
-if [[ $stage == s21a ]]; then  # next session, call 1 (written without a GPU): issue 3's memory target (extra memory at most 2% of the logits at B >= 64: 33 MiB = 6.4% at B = 1024 fp32 now) by row chunks (QRITA_CHUNK_ROWS, never measured): time and peak extra memory per chunk size, then the 16-bit real-vocab masks tests not yet run at the lean top-k + top-p pass A
+if [[ $stage == s21a ]]; then  # next session, call 1 (written without a GPU): issue 3's memory target (extra memory at most 2% of the logits at B >= 64: 33 MiB = 6.4% at B = 1024 fp32 now) by row chunks (QRITA_CHUNK_ROWS, never measured): time and peak extra memory per chunk size; small-batch top-k (candsmall, one launch under graphs); then the 16-bit real-vocab masks tests not yet run at the lean top-k + top-p pass A
   for c in 0 256 128; do
     bench_ab masks topk50,topp0.9,topk100_topp0.9 "${AB_S:-60}" 1024,256 QRITA_CHUNK_ROWS=$c
+  done
+  # small batches: graph replay takes the pipeline, whose one-warp pass A is latency-bound at
+  # B = 1 (twentieth session: topk50 62.6 us graph vs 41.5 eager through the one-launch kernel):
+  # pass A's own tile / warps for top-k alone (candsmall), and the one-launch kernel in graphs
+  for op in masks top_k; do
+    sc=$([[ $op == masks ]] && echo topk50,topk1000 || echo k50,k1000)
+    bench_ab $op $sc "${AB_S:-60}" 1,8,64 QRITA_LAUNCH_TABLE=default \
+      QRITA_LAUNCH_TABLE=candsmall=512x4 QRITA_LAUNCH_TABLE=candsmall=512x8 \
+      QRITA_LAUNCH_TABLE=candsmall=1024x8 QRITA_ONE_LAUNCH=1
   done
   m=tests/test_triton_masks.py
   gpu_tests s21a "${TESTS_S:-300}" "$m::test_gpu_real_vocab" -k "not float32"
