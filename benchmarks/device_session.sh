@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -955,10 +955,14 @@ if [[ $stage == s20c ]]; then  # call 3: pass A without masses for top-k rows (t
   gpu_tests s20c "${TESTS_S:-200}" "$m::test_gpu_batches" "$m::test_gpu_top_k_retry_rows_exact" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_real_vocab" -k "not bfloat16 and not float16"
 fi
-if [[ $stage == s21a ]]; then  # next session, call 1 (written without a GPU): issue 3's memory target (extra memory at most 2% of the logits at B >= 64: 33 MiB = 6.4% at B = 1024 fp32 now) by row chunks (QRITA_CHUNK_ROWS, never measured): time and peak extra memory per chunk size; small-batch top-k (candsmall, one launch under graphs); then the 16-bit real-vocab masks tests not yet run at the lean top-k + top-p pass A
+if [[ $stage == s21a ]]; then  # next session, call 1 (written without a GPU): issue 3's memory target (extra memory at most 2% of the logits at B >= 64: 33 MiB = 6.4% at B = 1024 fp32 now) by row chunks (QRITA_CHUNK_ROWS, never measured): time and peak extra memory per chunk size, then the 16-bit real-vocab masks tests not yet run at the lean top-k + top-p pass A
   for c in 0 256 128; do
     bench_ab masks topk50,topp0.9,topk100_topp0.9 "${AB_S:-60}" 1024,256 QRITA_CHUNK_ROWS=$c
   done
+  m=tests/test_triton_masks.py
+  gpu_tests s21a "${TESTS_S:-300}" "$m::test_gpu_real_vocab" -k "not float32"
+fi
+if [[ $stage == s21b ]]; then  # next session, call 2 (written without a GPU): small-batch top-k
   # small batches: graph replay takes the pipeline, whose one-warp pass A is latency-bound at
   # B = 1 (twentieth session: topk50 62.6 us graph vs 41.5 eager through the one-launch kernel):
   # pass A's own tile / warps for top-k alone (candsmall), and the one-launch kernel in graphs
@@ -968,6 +972,4 @@ if [[ $stage == s21a ]]; then  # next session, call 1 (written without a GPU): i
       QRITA_LAUNCH_TABLE=candsmall=512x4 QRITA_LAUNCH_TABLE=candsmall=512x8 \
       QRITA_LAUNCH_TABLE=candsmall=1024x8 QRITA_ONE_LAUNCH=1
   done
-  m=tests/test_triton_masks.py
-  gpu_tests s21a "${TESTS_S:-300}" "$m::test_gpu_real_vocab" -k "not float32"
 fi
