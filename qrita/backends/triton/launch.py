@@ -312,7 +312,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
     block_cand = cfg.block_cand or cfg.block
     warps_cand = cfg.warps_cand or cfg.warps_stream
-    if small_batch and not has_p and cfg.block_cand_small and cfg.warps_cand_small:
+    if small_batch:
         block_cand, warps_cand = cfg.block_cand_small, cfg.warps_cand_small
     seg = dict(CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2)
     dense, warps_search = (cfg.dense_small, cfg.warps_small) if small else (cfg.dense,
@@ -388,7 +388,9 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     p_array = isinstance(p, torch.Tensor)
     retry = k is not None and (k_array or int(k) >= cfg.retry_min_k)
     small = p is None and k is not None and not k_array and small_k_search(cfg, vocab, int(k))
-    small_batch = batch <= SMALL_BATCH_ROWS
+    # ``candsmall`` (when set): top-k alone at small batches, whose pass A sums no floats
+    small_batch = (p is None and batch <= SMALL_BATCH_ROWS and cfg.block_cand_small > 0
+                   and cfg.warps_cand_small > 0)
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
                  retry, small, small_batch)
     k_ptr = k if k_array else seg_i
@@ -401,7 +403,8 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # config and the argument kinds give the constexprs and options, the tokens the runtime
     # arguments' (the workspace parts' alignment depends on B)
     site = _site_id((cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                     retry, small, small_batch, *map(_SPEC, (x, k_ptr, p_ptr, vocab, stride_x, k_scalar)),
+                     retry, small, small_batch,
+                     *map(_SPEC, (x, k_ptr, p_ptr, vocab, stride_x, k_scalar)),
                      _SPEC(out.stride(0)) if out is not None else None,
                      *map(_SPEC, (out, sel_val, sel_idx, *ws.values())),
                      out is not None and out.data_ptr() == x.data_ptr()))

@@ -579,9 +579,9 @@ def threshold_row(
                     lo, hi, cnt_lo, cnt_hi, mass_hi = proved_interval(
                         n_cand >= k, cutoff_lo, key_max, n_cand, cand_mass, V)
                     if HAS_P:
-                        if n_cand < k:  # below the cutoff: pass A's lean form summed no mass
-                            hi = key_max.to(tl.int64)  # above it (a top-k row), so the search
-                            cnt_hi = zero_i  # starts from the row's top
+                        if n_cand < k:  # below the cutoff: pass A's lean form sums no mass
+                            hi = key_max.to(tl.int64)  # above it for a top-k row, so the
+                            cnt_hi = zero_i  # search starts from the row's top
                             mass_hi = zero_f
                     T_k, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
                         row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, k, zero_f, row_max, inf_mode,
