@@ -361,6 +361,55 @@ def test_small_batch_pass_a_tile_gives_the_same_masks(monkeypatch):
     assert any(b[2] == small_block for b in blocks) and any(b[2] != small_block for b in blocks)
 
 
+def test_small_k_search_capacity_gives_the_same_answers(monkeypatch):
+    """Top-k alone with a scalar k that takes the small-k search runs with ``cap_small`` slots
+    per row (a smaller scratch): masks and top_k's selections are the oracle's, also on rows
+    whose segments overflow those slots (they take the exact fallback); other calls keep the
+    usual slots."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.reference import oracle
+
+    V = 1001
+    table = launch_module.pipeline_config
+    usual = replace(table(V, torch.float32), dense_small=64)
+    small_cap = 16 * usual.nseg_p2  # 16 slots per segment: sorted and tied rows overflow
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), dense_small=64,
+                                                 cap_small=small_cap))
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")  # the pipeline at small batches, as in a graph
+    caps = []
+    real_site = launch_module.launch_site
+
+    def recording_site(site, kernel, grid, *args, **kwargs):
+        if kernel is launch_module.candidates_kernel:
+            caps.append(kwargs["CAP_SEG"])
+        real_site(site, kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(launch_module, "launch_site", recording_site)
+    rng = np.random.default_rng(41)
+    x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])
+    x = np.concatenate([x, np.sort(generators.gaussian_logits(2, V, 2.0, rng), axis=1)])
+    stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+    small_ks = [k for k in (1, 10, 20) if launch_module.small_k_search(usual, V, k)]
+    assert small_ks == [1, 10], small_ks  # 20 keeps the usual slots
+    fell_back = False
+    for k in (1, 10, 20):
+        caps.clear()
+        stats.zero_()
+        run_and_check(x, "float32", k, None, stats=stats)
+        fell_back |= k in small_ks and bool((stats[:, 0] == 2).any())
+        want_cap = small_cap // usual.nseg_p2 if k in small_ks else usual.cap_seg
+        assert caps and all(c == want_cap for c in caps), (k, caps)
+        values, indices = ops.top_k(_to_device(x, "float32"), k)
+        want = oracle.top_k(x, k)
+        np.testing.assert_array_equal(_host(indices), want.indices)
+        np.testing.assert_array_equal(_host(values), want.values)
+        assert all(c == want_cap for c in caps), (k, caps)
+    assert fell_back  # some row overflowed the small slots and still matched the oracle
+
+
 def test_wide_rounds_split_over_programs_are_exact(monkeypatch):
     """The 16-way rounds with each segment split over two programs (the launch table's
     ``roundsplit``; partial counts merged in their fixed order) give the oracle's masks on rows

@@ -88,26 +88,26 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "V": "i32", "stride_x": "i64",
         "k_scalar": "i64", "p_scalar": "fp32", "max_cands": "fp32", "cutoff_ptr": "*i32"},
         dict(kp, SMALLEST=flags["SMALLEST"], SAMPLE=sample, OVERSAMPLE=4.0), target, 4)
+    cand_sig = {
+        "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cutoff_ptr": "*i32", "V": "i32",
+        "stride_x": "i64", "seg_len": "i32", "k_scalar": "i64", "p_scalar": "fp32",
+        "row_i_ptr": "*i32", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
+        "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32"}
     # with top-k: the first pass (may choose retries) and the retry pass (mode-5 rows only)
     for again in (False, True) if flags["HAS_K"] else (False,):
-        out[f"candidates_{again}"] = _compile(pipeline.candidates_kernel, {
-            "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cutoff_ptr": "*i32",
-            "V": "i32", "stride_x": "i64", "seg_len": "i32", "k_scalar": "i64",
-            "p_scalar": "fp32", "row_i_ptr": "*i32",
-            "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32",
-            "seg_i_ptr": "*i32"},
+        out[f"candidates_{again}"] = _compile(pipeline.candidates_kernel, cand_sig,
             dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2,
                  SPARSE=8, ONLY_RETRY=again, LEAN=flags["HAS_P"]), target, 4)
         if flags["HAS_P"] and not flags["HAS_K"] and not again and dtype == ALL_VARIANTS_DTYPE:
             # pass A's online masses (the launch table's ``lean=0x0``; lean is the default)
-            out["candidates_online"] = _compile(pipeline.candidates_kernel, {
-                "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cutoff_ptr": "*i32",
-                "V": "i32", "stride_x": "i64", "seg_len": "i32", "k_scalar": "i64",
-                "p_scalar": "fp32", "row_i_ptr": "*i32",
-                "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32",
-                "seg_i_ptr": "*i32"},
+            out["candidates_online"] = _compile(pipeline.candidates_kernel, cand_sig,
                 dict(kp, SMALLEST=False, BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2,
                      SPARSE=8, ONLY_RETRY=False, LEAN=False), target, 4)
+        if flags["HAS_K"] and not flags["HAS_P"] and not again and dtype == ALL_VARIANTS_DTYPE:
+            # top-k alone at small batches: pass A's own warps (the launch table's ``candsmall``)
+            out["candidates_small"] = _compile(pipeline.candidates_kernel, cand_sig,
+                dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=1024, CAP_SEG=cap_seg,
+                     NSEG_P2=nseg_p2, SPARSE=8, ONLY_RETRY=False, LEAN=False), target, 8)
         stages = (1, 2) if flags["HAS_K"] and flags["HAS_P"] else (0,)
         if dtype != ALL_VARIANTS_DTYPE:  # the first stage never loads x: dtype-neutral code
             stages = tuple(stage for stage in stages if stage != 1)

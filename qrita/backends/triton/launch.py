@@ -6,7 +6,7 @@ import functools
 import math
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import torch
@@ -101,7 +101,7 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     band's size cap in percent of the slots (``bandpct=75x0``), the programs per segment of the
     16-way rounds (``roundsplit=4x0``; default 2), the size of the wide top-p band's sample
     and the warps placing it (``band=4096x8``), or pass A's (tile, warps) for top-k alone at
-    batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall=512x8``; off by default)."""
+    batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 1024x8, ``0x0``: off)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -167,6 +167,12 @@ class PipelineConfig:
     # default one-warp programs leave the GPU latency-bound (0: the usual ones)
     block_cand_small: int = 0
     warps_cand_small: int = 0
+    # top-k alone with a scalar k that takes the small-k search (``small_k_search``): candidate
+    # slots per row (``cap`` is the usual; 0: the usual). Its rows keep at most ``dense_small``
+    # candidates by the cutoff's rule, so a quarter of the slots bounds the scratch (B = 1024,
+    # V = 131072: 33 -> 9 MiB) while a segment still holds 2x its expected share; a segment
+    # that overflows sends its row to the exact fallback, as at any capacity
+    cap_small: int = 0
 
     @property
     def cap(self) -> int:
@@ -205,6 +211,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         band_percent = 75
         round_split = 1
         block_cand_small, warps_cand_small = 0, 0
+        cap_small = 128  # half the slots: CI runs the small-k search's own capacity
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -252,8 +259,15 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 510 -> 481 us, B = 64 gaussian 276 -> 253, B = 1024 unchanged (4 programs: B = 1024
         # +30 us). It sets the order of the partial sums, so it is the same at every B.
         round_split = _table_override("roundsplit", (2, 0))[0]
-        # not measured yet (s21a): off until then
-        block_cand_small, warps_cand_small = _table_override("candsmall", (0, 0))
+        # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
+        # pass A in 1024-entry tiles, 8 warps. H200, V = 131072 fp32, graph replay, us, default
+        # (128 x 1) -> 1024 x 8: masks zipf topk50 B = 1 62.9 -> 49.3, B = 8 57.0 -> 42.6,
+        # topk1000 B = 1 63.3 -> 47.4, B = 8 62.4 -> 45.4; top_k zipf k50 B = 1 64.1 -> 50.7,
+        # k1000 73.4 -> 56.6. B = 64 is slower (topk50 69.6 -> 84.5, topk1000 77.7 -> 92.2),
+        # so the limit is 8 (512 x 4 and 512 x 8 in between; BENCHMARKS.md twenty-first session)
+        block_cand_small, warps_cand_small = _table_override("candsmall", (1024, 8))
+        # the small-k search's slots per row (``capsmall=0x0``: the usual 4096)
+        cap_small = _table_override("capsmall", (1024, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -286,7 +300,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           round_split=round_split if seg_len % (round_split * block_round) == 0
                           else 1,
                           block_cand_small=min(block_cand_small, block),
-                          warps_cand_small=warps_cand_small)
+                          warps_cand_small=warps_cand_small,
+                          cap_small=min(cap_small, cap) if cap_small > 0 else 0)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -301,6 +316,21 @@ def small_k_search(cfg: PipelineConfig, vocab: int, k: int) -> bool:
     r_k = k * sample / vocab
     expected = math.ceil(r_k + 3.0 * math.sqrt(r_k) + 3.0) * vocab / sample
     return expected <= cfg.dense_small
+
+
+@functools.lru_cache(maxsize=256)
+def _small_cap_config(cfg: PipelineConfig) -> PipelineConfig:
+    return replace(cfg, cap_seg=max(cfg.cap_small // cfg.nseg_p2, 16), cap_small=0)
+
+
+def call_config(cfg: PipelineConfig, vocab: int, k, p) -> PipelineConfig:
+    """The config one call runs with: ``cfg``, or for top-k alone with a scalar k that takes the
+    small-k search, ``cfg`` with ``cap_small`` slots per row (only scratch size and speed depend
+    on it, never the answer: an overflowing segment sends its row to the exact fallback)."""
+    if (cfg.cap_small <= 0 or p is not None or k is None or isinstance(k, torch.Tensor)
+            or not small_k_search(cfg, vocab, int(k))):
+        return cfg
+    return _small_cap_config(cfg)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -466,7 +496,7 @@ def chunk_rows(batch: int) -> int:
 
 
 ONE_LAUNCH_MAX_BATCH = 16  # batches up to this size may take the one-launch kernels
-SMALL_BATCH_ROWS = 64  # batches up to this size may take ``candsmall``'s pass A (top-k alone)
+SMALL_BATCH_ROWS = 8  # batches up to this size take ``candsmall``'s pass A (top-k alone)
 
 
 def one_launch(batch: int, x: torch.Tensor) -> bool:
@@ -883,6 +913,7 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     if (p is None and k is not None and row_info is None and out.data_ptr() != x.data_ptr()
             and one_launch(batch, x)):
         return _launch_topk_mask_one(x, out, k, fill, cfg)
+    cfg = call_config(cfg, vocab, k, p)
     cand_val, cand_idx, seg_i, seg_before, row_info, site = _search(
         x, k, p, cfg, smallest=False, select=False, out=out, sel_val=None, sel_idx=None,
         fill=fill, row_info=row_info)
@@ -908,6 +939,7 @@ def launch_select(x: torch.Tensor, k: int, *, smallest: bool, with_key: bool = F
     sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
     sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
     sel_key = torch.empty((batch, k), dtype=torch.int32, device=x.device) if with_key else sel_idx
+    cfg = call_config(cfg, vocab, k, None)
     cand_val, cand_idx, seg_i, seg_before, row_info, site = _search(
         x, k, None, cfg, smallest=smallest, select=True, out=None, sel_val=sel_val,
         sel_idx=sel_idx, fill=0.0, row_info=row_info)
