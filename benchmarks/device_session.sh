@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -986,4 +986,14 @@ if [[ $stage == s22a ]]; then  # twenty-first session, call 3: candsmall on by d
     --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^(masks|top_k)" | cut -c1-130
   bench_ab masks topk50 "${AB_S:-35}" 1024,64 QRITA_LAUNCH_TABLE=capsmall=0x0
   bench_ab top_k k50 "${AB_S:-35}" 1024,64 QRITA_LAUNCH_TABLE=capsmall=0x0
+fi
+if [[ $stage == s22c ]]; then  # twenty-first session, last call: the GPU tests of top-k alone at the final defaults (candsmall 1024x8 at B <= 8, the small-k search's 2048 slots), then the top-k bench (fp32 and bf16, memory column)
+  m=tests/test_triton_masks.py t=tests/test_triton_top_k.py
+  gpu_tests s22c "${TESTS_S:-250}" "$m::test_gpu_small_batch_top_k_in_a_graph" \
+    "$t::test_gpu_top_k_cuda_graph" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_batches"
+  timeout "${BENCH_S:-170}" python3 benchmarks/bench.py --out "$OUT/bench" --ops masks,top_k \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
+    --scenarios topk50,topk1000,k50,k1000 --graphs --warmup 5 --rep 20 \
+    --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^(masks|top_k)" | cut -c1-130
 fi

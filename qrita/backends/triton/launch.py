@@ -101,7 +101,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     band's size cap in percent of the slots (``bandpct=75x0``), the programs per segment of the
     16-way rounds (``roundsplit=4x0``; default 2), the size of the wide top-p band's sample
     and the warps placing it (``band=4096x8``), or pass A's (tile, warps) for top-k alone at
-    batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 1024x8, ``0x0``: off)."""
+    batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 1024x8, ``0x0``: off), or
+    the small-k search's slots per row (``capsmall=2048x0``; ``0x0``: the usual)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -168,10 +169,9 @@ class PipelineConfig:
     block_cand_small: int = 0
     warps_cand_small: int = 0
     # top-k alone with a scalar k that takes the small-k search (``small_k_search``): candidate
-    # slots per row (``cap`` is the usual; 0: the usual). Its rows keep at most ``dense_small``
-    # candidates by the cutoff's rule, so a quarter of the slots bounds the scratch (B = 1024,
-    # V = 131072: 33 -> 9 MiB) while a segment still holds 2x its expected share; a segment
-    # that overflows sends its row to the exact fallback, as at any capacity
+    # slots per row (0: ``cap``, the usual). Fewer slots: a smaller scratch and fewer slots for
+    # the per-row search to hold. A segment that overflows sends its row to the exact fallback,
+    # as at any capacity, so only speed and memory depend on it
     cap_small: int = 0
 
     @property
@@ -266,8 +266,14 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # k1000 73.4 -> 56.6. B = 64 is slower (topk50 69.6 -> 84.5, topk1000 77.7 -> 92.2),
         # so the limit is 8 (512 x 4 and 512 x 8 in between; BENCHMARKS.md twenty-first session)
         block_cand_small, warps_cand_small = _table_override("candsmall", (1024, 8))
-        # the small-k search's slots per row (``capsmall=0x0``: the usual 4096)
-        cap_small = _table_override("capsmall", (1024, 0))[0]
+        # the small-k search's slots per row (``capsmall=0x0``: the usual 4096). H200, V = 131072
+        # fp32 zipf, graph replay, us, 4096 -> 2048 slots: masks topk50 B = 1 49.2 -> 33.7,
+        # B = 8 42.6 -> 35.5, B = 64 70.1 -> 63.9, B = 1024 380.8 -> 367.0; top_k k50 B = 1
+        # 50.9 -> 35.4, B = 1024 266.9 -> 246.9; extra memory at B = 1024 33.0 -> 17.0 MiB.
+        # 1024 slots: 2x slower at B >= 64 (zipf rows keep up to ~850 candidates at the sample's
+        # cutoff, ~53 per segment of 64 slots: segments overflow and rows take the fallback;
+        # BENCHMARKS.md twenty-first session)
+        cap_small = _table_override("capsmall", (2048, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
