@@ -987,13 +987,18 @@ if [[ $stage == s22a ]]; then  # twenty-first session, call 3: candsmall on by d
   bench_ab masks topk50 "${AB_S:-35}" 1024,64 QRITA_LAUNCH_TABLE=capsmall=0x0
   bench_ab top_k k50 "${AB_S:-35}" 1024,64 QRITA_LAUNCH_TABLE=capsmall=0x0
 fi
-if [[ $stage == s22c ]]; then  # twenty-first session, last call: the GPU tests of top-k alone at the final defaults (candsmall 1024x8 at B <= 8, the small-k search's 2048 slots), then the top-k bench (fp32 and bf16, memory column)
+if [[ $stage == s22c ]]; then  # twenty-first session, last call: the GPU tests of top-k alone at the final defaults (candsmall 1024x8 at B <= 8, the small-k search's 2048 slots, also in the one-launch kernels), the one-launch kernels' slots A/B (graph column: their GPU time), then the top-k bench (fp32 and bf16, memory column)
   m=tests/test_triton_masks.py t=tests/test_triton_top_k.py
-  gpu_tests s22c "${TESTS_S:-250}" "$m::test_gpu_small_batch_top_k_in_a_graph" \
-    "$t::test_gpu_top_k_cuda_graph" "$t::test_gpu_top_k_batches_deterministic_invariant" \
-    "$m::test_gpu_deterministic_and_batch_invariant" "$m::test_gpu_batches"
-  timeout "${BENCH_S:-170}" python3 benchmarks/bench.py --out "$OUT/bench" --ops masks,top_k \
-    --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64,256,1024 --workloads zipf,gaussian \
-    --scenarios topk50,topk1000,k50,k1000 --graphs --warmup 5 --rep 20 \
+  gpu_tests s22c "${TESTS_S:-180}" "$m::test_gpu_small_batch_top_k_in_a_graph" \
+    "$m::test_gpu_one_launch_topk_mask" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+    "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_deterministic_and_batch_invariant" \
+    "$t::test_gpu_top_k_real_vocab" "$m::test_gpu_batches"
+  for op in masks top_k; do
+    sc=$([[ $op == masks ]] && echo topk50 || echo k50)
+    bench_ab $op $sc "${AB_S:-22}" 1,8 QRITA_ONE_LAUNCH=1 "QRITA_ONE_LAUNCH=1 QRITA_LAUNCH_TABLE=capsmall=0x0"
+  done
+  timeout "${BENCH_S:-100}" python3 benchmarks/bench.py --out "$OUT/bench" --ops masks,top_k \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1024,1,8 --workloads zipf,gaussian \
+    --scenarios topk50,k50 --graphs --warmup 5 --rep 20 \
     --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^(masks|top_k)" | cut -c1-130
 fi

@@ -361,11 +361,12 @@ def test_small_batch_pass_a_tile_gives_the_same_masks(monkeypatch):
     assert any(b[2] == small_block for b in blocks) and any(b[2] != small_block for b in blocks)
 
 
-def test_small_k_search_capacity_gives_the_same_answers(monkeypatch):
+@pytest.mark.parametrize("one", ["0", "1"])
+def test_small_k_search_capacity_gives_the_same_answers(monkeypatch, one):
     """Top-k alone with a scalar k that takes the small-k search runs with ``cap_small`` slots
-    per row (a smaller scratch): masks and top_k's selections are the oracle's, also on rows
-    whose segments overflow those slots (they take the exact fallback); other calls keep the
-    usual slots."""
+    per row (a smaller scratch), in the pipeline and in the one-launch kernels: masks and
+    top_k's selections are the oracle's, also on rows whose segments overflow those slots (they
+    take the exact fallback); other calls keep the usual slots."""
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
@@ -378,19 +379,23 @@ def test_small_k_search_capacity_gives_the_same_answers(monkeypatch):
     monkeypatch.setattr(launch_module, "pipeline_config",
                         lambda V, dtype: replace(table(V, dtype), dense_small=64,
                                                  cap_small=small_cap))
-    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")  # the pipeline at small batches, as in a graph
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", one)  # "0": the pipeline, as in a graph
     caps = []
     real_site = launch_module.launch_site
+    taking = {launch_module.candidates_kernel, launch_module.one_launch_topk_mask_kernel,
+              launch_module.one_launch_select_kernel}
 
     def recording_site(site, kernel, grid, *args, **kwargs):
-        if kernel is launch_module.candidates_kernel:
-            caps.append(kwargs["CAP_SEG"])
+        if kernel in taking:
+            caps.append((kernel.fn.__name__, kwargs["CAP_SEG"]))
         real_site(site, kernel, grid, *args, **kwargs)
 
     monkeypatch.setattr(launch_module, "launch_site", recording_site)
     rng = np.random.default_rng(41)
     x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])
     x = np.concatenate([x, np.sort(generators.gaussian_logits(2, V, 2.0, rng), axis=1)])
+    if one == "1":
+        x = x[::3][:16]  # the one-launch kernels take at most 16 rows
     stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
     small_ks = [k for k in (1, 10, 20) if launch_module.small_k_search(usual, V, k)]
     assert small_ks == [1, 10], small_ks  # 20 keeps the usual slots
@@ -398,16 +403,20 @@ def test_small_k_search_capacity_gives_the_same_answers(monkeypatch):
     for k in (1, 10, 20):
         caps.clear()
         stats.zero_()
-        run_and_check(x, "float32", k, None, stats=stats)
+        # (stats need the pipeline: in one-launch mode the mask runs without them)
+        run_and_check(x, "float32", k, None, stats=stats if one == "0" else None)
         fell_back |= k in small_ks and bool((stats[:, 0] == 2).any())
-        want_cap = small_cap // usual.nseg_p2 if k in small_ks else usual.cap_seg
-        assert caps and all(c == want_cap for c in caps), (k, caps)
         values, indices = ops.top_k(_to_device(x, "float32"), k)
         want = oracle.top_k(x, k)
         np.testing.assert_array_equal(_host(indices), want.indices)
         np.testing.assert_array_equal(_host(values), want.values)
-        assert all(c == want_cap for c in caps), (k, caps)
-    assert fell_back  # some row overflowed the small slots and still matched the oracle
+        want_cap = small_cap // usual.nseg_p2 if k in small_ks else usual.cap_seg
+        kernels = {name for name, _ in caps}
+        assert kernels == ({"candidates_kernel"} if one == "0" else
+                           {"one_launch_topk_mask_kernel", "one_launch_select_kernel"}), kernels
+        assert all(c == want_cap for _, c in caps), (k, caps)
+    # some row overflowed the small slots and still matched the oracle (the pipeline's stats)
+    assert fell_back or one == "1"
 
 
 def test_wide_rounds_split_over_programs_are_exact(monkeypatch):

@@ -546,6 +546,7 @@ def _launch_topk_mask_one(x: torch.Tensor, out: torch.Tensor, k, fill: float,
     """Top-k mask of a small batch in one kernel launch (plus the zeroing of its scratch):
     :mod:`qrita.backends.triton.one_launch`."""
     batch, vocab = x.shape
+    cfg = call_config(cfg, vocab, k, None)
     ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
     k_array = isinstance(k, torch.Tensor)
     k_ptr, k_scalar = (k, 0) if k_array else (ws, int(k))
@@ -567,7 +568,7 @@ def launch_select_one(x: torch.Tensor, k: int, *, smallest: bool, sorted: bool,
     batch, vocab = x.shape
     if sorted and k > SORT_MAX:
         raise ValueError(f"k={k} exceeds the in-kernel sort's {SORT_MAX}")
-    cfg = config or pipeline_config(vocab, x.dtype)
+    cfg = call_config(config or pipeline_config(vocab, x.dtype), vocab, k, None)
     sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
     sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
     ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
