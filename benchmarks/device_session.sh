@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1001,4 +1001,12 @@ if [[ $stage == s22c ]]; then  # twenty-first session, last call: the GPU tests 
     --vocab 131072 --dtypes float32,bfloat16 --batch 1024,1,8 --workloads zipf,gaussian \
     --scenarios topk50,k50 --graphs --warmup 5 --rep 20 \
     --check-rows 2 --no-progress --peers '' 2>&1 | grep -E "^(masks|top_k)" | cut -c1-130
+fi
+if [[ $stage == s23a ]]; then  # next session, call 1 (written without a GPU): the GPU tests owed at the twenty-first session's defaults (the one-launch kernels at 2048 slots), then candsmall for top-k + top-p with a scalar k (candsmallkp, off: never measured) at small batches
+  m=tests/test_triton_masks.py t=tests/test_triton_top_k.py
+  gpu_tests s23a "${TESTS_S:-280}" "$m::test_gpu_one_launch_topk_mask" \
+    "$t::test_gpu_top_k_batches_deterministic_invariant" "$t::test_gpu_top_k_cuda_graph" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
+  bench_ab masks topk100_topp0.9 "${AB_S:-40}" 1,8 QRITA_LAUNCH_TABLE=default \
+    QRITA_LAUNCH_TABLE=candsmallkp=1x0
 fi

@@ -361,6 +361,51 @@ def test_small_batch_pass_a_tile_gives_the_same_masks(monkeypatch):
     assert any(b[2] == small_block for b in blocks) and any(b[2] != small_block for b in blocks)
 
 
+def test_small_batch_pass_a_tile_with_top_p_is_batch_invariant(monkeypatch):
+    """``candsmallkp``: top-k + top-p with a scalar k in (0, V) at small batches may run pass A
+    with ``candsmall``'s tile too (its rows sum no masses in pass A; +inf rows only count).
+    A row's mask is then bit for bit the same alone (small tile) as in a larger batch (usual
+    tile), and the oracle's; per-row k and top-p alone keep the usual pass A."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+
+    table = launch_module.pipeline_config
+    small_block = table(1001, torch.float32).block_cand // 2
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), block_cand_small=small_block,
+                                                 warps_cand_small=2, cand_small_kp=True))
+    blocks = []
+    real_site = launch_module.launch_site
+
+    def recording_site(site, kernel, grid, *args, **kwargs):
+        if kernel is launch_module.candidates_kernel:
+            blocks.append((grid[0], kwargs["BLOCK"]))
+        real_site(site, kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(launch_module, "launch_site", recording_site)
+    monkeypatch.setattr(launch_module, "SMALL_BATCH_ROWS", 4)
+    V = 1001
+    rng = np.random.default_rng(43)
+    families = dict(generators._family_batches(V, rng))
+    x = np.concatenate([families[name][:1] for name in
+                        ("zipf", "posinf", "inf_nan_mix", "tied_boundary", "grammar", "nan")])
+    usual = table(V, torch.float32).block_cand
+    for k, p in [(7, 0.9), (50, 0.5), (1, 1 - 1e-7)]:
+        blocks.clear()
+        whole = run_and_check(x, "float32", k, p)  # 6 rows: the usual tile
+        for row in range(x.shape[0]):
+            alone = run_and_check(x[row:row + 1], "float32", k, p)  # the small tile
+            assert torch.equal(alone[0].view(torch.int32), whole[row].view(torch.int32)), (k, p, row)
+        assert {b for batch, b in blocks if batch == 6} == {usual}, blocks
+        assert {b for batch, b in blocks if batch == 1} == {small_block}, blocks
+    blocks.clear()
+    k_rows = np.full(2, 7, dtype=np.int64)
+    run_and_check(x[:2], "float32", k_rows, 0.9)  # per-row k: the usual tile
+    run_and_check(x[:2], "float32", None, 0.9)  # top-p alone: the usual tile
+    assert blocks and {b for _, b in blocks} == {usual}, blocks
+
+
 @pytest.mark.parametrize("one", ["0", "1"])
 def test_small_k_search_capacity_gives_the_same_answers(monkeypatch, one):
     """Top-k alone with a scalar k that takes the small-k search runs with ``cap_small`` slots

@@ -101,7 +101,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     band's size cap in percent of the slots (``bandpct=75x0``), the programs per segment of the
     16-way rounds (``roundsplit=4x0``; default 2), the size of the wide top-p band's sample
     and the warps placing it (``band=4096x8``), or pass A's (tile, warps) for top-k alone at
-    batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 1024x8, ``0x0``: off), or
+    batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 1024x8, ``0x0``: off;
+    ``candsmallkp=1x0`` also for top-k + top-p with a scalar k), or
     the small-k search's slots per row (``capsmall=2048x0``; ``0x0``: the usual)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -173,6 +174,9 @@ class PipelineConfig:
     # the per-row search to hold. A segment that overflows sends its row to the exact fallback,
     # as at any capacity, so only speed and memory depend on it
     cap_small: int = 0
+    # ``candsmall`` also for top-k + top-p with a scalar k in (0, V) (every row has top-k on, so
+    # pass A sums no masses there either; only +inf counts): off until measured
+    cand_small_kp: bool = False
 
     @property
     def cap(self) -> int:
@@ -212,6 +216,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         round_split = 1
         block_cand_small, warps_cand_small = 0, 0
         cap_small = 128  # half the slots: CI runs the small-k search's own capacity
+        cand_small_kp = False
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -274,6 +279,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # cutoff, ~53 per segment of 64 slots: segments overflow and rows take the fallback;
         # BENCHMARKS.md twenty-first session)
         cap_small = _table_override("capsmall", (2048, 0))[0]
+        # ``candsmallkp=1x0``: candsmall for top-k + top-p with a scalar k too (not measured)
+        cand_small_kp = _table_override("candsmallkp", (0, 0))[0] == 1
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -307,7 +314,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           else 1,
                           block_cand_small=min(block_cand_small, block),
                           warps_cand_small=warps_cand_small,
-                          cap_small=min(cap_small, cap) if cap_small > 0 else 0)
+                          cap_small=min(cap_small, cap) if cap_small > 0 else 0,
+                          cand_small_kp=cand_small_kp)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -424,8 +432,10 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     p_array = isinstance(p, torch.Tensor)
     retry = k is not None and (k_array or int(k) >= cfg.retry_min_k)
     small = p is None and k is not None and not k_array and small_k_search(cfg, vocab, int(k))
-    # ``candsmall`` (when set): top-k alone at small batches, whose pass A sums no floats
-    small_batch = (p is None and batch <= SMALL_BATCH_ROWS and cfg.block_cand_small > 0
+    # ``candsmall`` (when set): top-k alone at small batches, whose pass A sums no floats (and,
+    # with ``cand_small_kp``, top-k + top-p with a scalar k: no masses in pass A either)
+    small_batch = ((p is None or (cfg.cand_small_kp and k_every_row))
+                   and batch <= SMALL_BATCH_ROWS and cfg.block_cand_small > 0
                    and cfg.warps_cand_small > 0)
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
                  retry, small, small_batch)
