@@ -6,7 +6,7 @@ import functools
 import math
 import os
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
 import torch
@@ -177,6 +177,15 @@ class PipelineConfig:
     # ``candsmall`` also for top-k + top-p with a scalar k in (0, V) (every row has top-k on, so
     # pass A sums no masses there either; only +inf counts): off until measured
     cand_small_kp: bool = False
+
+    def __post_init__(self):
+        # hashed once: the per-call caches (_plan, small_k_search, ...) key on the config, and
+        # a dataclass's generated hash rebuilds the tuple of every field on each lookup (~2 us)
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name)
+                                                     for f in fields(self))))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def cap(self) -> int:
