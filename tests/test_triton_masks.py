@@ -61,6 +61,23 @@ def _every(seq, step, offset=0):
     return [c for i, c in enumerate(seq) if i % step == offset % step]
 
 
+def _site_launches(monkeypatch, *kernels) -> list:
+    """Launches of ``kernels`` through ``launch.launch_site`` from now on, as (kernel, grid,
+    keyword arguments), in order (the launches still run)."""
+    from qrita.backends.triton import launch as launch_module
+
+    seen = []
+    real_site = launch_module.launch_site
+
+    def recording_site(site, kernel, grid, *args, **kwargs):
+        if any(kernel is k for k in kernels):
+            seen.append((kernel, grid, kwargs))
+        real_site(site, kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(launch_module, "launch_site", recording_site)
+    return seen
+
+
 # ------------------------------------------------------------------------------ CPU + GPU
 @pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
 @pytest.mark.parametrize("V", [1, 2, 3])
@@ -293,14 +310,7 @@ def test_pass_a_masses_are_exact(monkeypatch, lean):
         real_launch(kernel, grid, *args, **kwargs)
 
     monkeypatch.setattr(launch_module, "launch", recording_launch)
-    real_site = launch_module.launch_site
-
-    def recording_site(site, kernel, grid, *args, **kwargs):
-        if kernel is launch_module.candidates_kernel:
-            lean_flags.append(kwargs["LEAN"])
-        real_site(site, kernel, grid, *args, **kwargs)
-
-    monkeypatch.setattr(launch_module, "launch_site", recording_site)
+    site_launches = _site_launches(monkeypatch, launch_module.candidates_kernel)
     V = 1001
     rng = np.random.default_rng(23)
     # a first tile without finite entries before entries far below 0 (the reference defaults
@@ -314,6 +324,7 @@ def test_pass_a_masses_are_exact(monkeypatch, lean):
     k_rows = np.resize(np.array([0, 1, 50, V, 7], dtype=np.int64), B)
     for k, p in [(None, 0.9), (k_rows, 1 - 1e-7)]:
         run_and_check(x, "float32", k, p)
+    lean_flags += [kwargs["LEAN"] for _, _, kwargs in site_launches]
     assert lean_flags and all(f == lean for f in lean_flags), lean_flags  # the form asked for
 
 
@@ -332,15 +343,7 @@ def test_small_batch_pass_a_tile_gives_the_same_masks(monkeypatch):
                         lambda V, dtype: replace(table(V, dtype), block_cand_small=small_block,
                                                  warps_cand_small=2))
     monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")  # the pipeline at small batches, as in a graph
-    blocks = []
-    real_site = launch_module.launch_site
-
-    def recording_site(site, kernel, grid, *args, **kwargs):
-        if kernel is launch_module.candidates_kernel:
-            blocks.append((grid[0], kwargs["HAS_P"], kwargs["BLOCK"], kwargs["num_warps"]))
-        real_site(site, kernel, grid, *args, **kwargs)
-
-    monkeypatch.setattr(launch_module, "launch_site", recording_site)
+    launches = _site_launches(monkeypatch, launch_module.candidates_kernel)
     monkeypatch.setattr(launch_module, "SMALL_BATCH_ROWS", 4)
     V = 1001
     rng = np.random.default_rng(37)
@@ -353,6 +356,7 @@ def test_small_batch_pass_a_tile_gives_the_same_masks(monkeypatch):
         np.testing.assert_array_equal(_host(indices), want.indices)
         np.testing.assert_array_equal(_host(values), want.values)
     usual = table(V, torch.float32)
+    blocks = [(grid[0], kw["HAS_P"], kw["BLOCK"], kw["num_warps"]) for _, grid, kw in launches]
     for batch, has_p, block, warps in blocks:
         small = batch <= 4 and not has_p
         assert (block, warps) == ((small_block, 2) if small else
@@ -375,15 +379,11 @@ def test_small_batch_pass_a_tile_with_top_p_is_batch_invariant(monkeypatch):
     monkeypatch.setattr(launch_module, "pipeline_config",
                         lambda V, dtype: replace(table(V, dtype), block_cand_small=small_block,
                                                  warps_cand_small=2, cand_small_kp=True))
-    blocks = []
-    real_site = launch_module.launch_site
+    launches = _site_launches(monkeypatch, launch_module.candidates_kernel)
 
-    def recording_site(site, kernel, grid, *args, **kwargs):
-        if kernel is launch_module.candidates_kernel:
-            blocks.append((grid[0], kwargs["BLOCK"]))
-        real_site(site, kernel, grid, *args, **kwargs)
+    def blocks():
+        return [(grid[0], kwargs["BLOCK"]) for _, grid, kwargs in launches]
 
-    monkeypatch.setattr(launch_module, "launch_site", recording_site)
     monkeypatch.setattr(launch_module, "SMALL_BATCH_ROWS", 4)
     V = 1001
     rng = np.random.default_rng(43)
@@ -392,18 +392,18 @@ def test_small_batch_pass_a_tile_with_top_p_is_batch_invariant(monkeypatch):
                         ("zipf", "posinf", "inf_nan_mix", "tied_boundary", "grammar", "nan")])
     usual = table(V, torch.float32).block_cand
     for k, p in [(7, 0.9), (50, 0.5), (1, 1 - 1e-7)]:
-        blocks.clear()
+        launches.clear()
         whole = run_and_check(x, "float32", k, p)  # 6 rows: the usual tile
         for row in range(x.shape[0]):
             alone = run_and_check(x[row:row + 1], "float32", k, p)  # the small tile
             assert torch.equal(alone[0].view(torch.int32), whole[row].view(torch.int32)), (k, p, row)
-        assert {b for batch, b in blocks if batch == 6} == {usual}, blocks
-        assert {b for batch, b in blocks if batch == 1} == {small_block}, blocks
-    blocks.clear()
+        assert {b for batch, b in blocks() if batch == 6} == {usual}, blocks()
+        assert {b for batch, b in blocks() if batch == 1} == {small_block}, blocks()
+    launches.clear()
     k_rows = np.full(2, 7, dtype=np.int64)
     run_and_check(x[:2], "float32", k_rows, 0.9)  # per-row k: the usual tile
     run_and_check(x[:2], "float32", None, 0.9)  # top-p alone: the usual tile
-    assert blocks and {b for _, b in blocks} == {usual}, blocks
+    assert blocks() and {b for _, b in blocks()} == {usual}, blocks()
 
 
 @pytest.mark.parametrize("one", ["0", "1"])
@@ -425,17 +425,9 @@ def test_small_k_search_capacity_gives_the_same_answers(monkeypatch, one):
                         lambda V, dtype: replace(table(V, dtype), dense_small=64,
                                                  cap_small=small_cap))
     monkeypatch.setenv("QRITA_ONE_LAUNCH", one)  # "0": the pipeline, as in a graph
-    caps = []
-    real_site = launch_module.launch_site
-    taking = {launch_module.candidates_kernel, launch_module.one_launch_topk_mask_kernel,
-              launch_module.one_launch_select_kernel}
-
-    def recording_site(site, kernel, grid, *args, **kwargs):
-        if kernel in taking:
-            caps.append((kernel.fn.__name__, kwargs["CAP_SEG"]))
-        real_site(site, kernel, grid, *args, **kwargs)
-
-    monkeypatch.setattr(launch_module, "launch_site", recording_site)
+    launches = _site_launches(monkeypatch, launch_module.candidates_kernel,
+                              launch_module.one_launch_topk_mask_kernel,
+                              launch_module.one_launch_select_kernel)
     rng = np.random.default_rng(41)
     x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])
     x = np.concatenate([x, np.sort(generators.gaussian_logits(2, V, 2.0, rng), axis=1)])
@@ -446,7 +438,7 @@ def test_small_k_search_capacity_gives_the_same_answers(monkeypatch, one):
     assert small_ks == [1, 10], small_ks  # 20 keeps the usual slots
     fell_back = False
     for k in (1, 10, 20):
-        caps.clear()
+        launches.clear()
         stats.zero_()
         # (stats need the pipeline: in one-launch mode the mask runs without them)
         run_and_check(x, "float32", k, None, stats=stats if one == "0" else None)
@@ -456,6 +448,7 @@ def test_small_k_search_capacity_gives_the_same_answers(monkeypatch, one):
         np.testing.assert_array_equal(_host(indices), want.indices)
         np.testing.assert_array_equal(_host(values), want.values)
         want_cap = small_cap // usual.nseg_p2 if k in small_ks else usual.cap_seg
+        caps = [(kernel.fn.__name__, kwargs["CAP_SEG"]) for kernel, _, kwargs in launches]
         kernels = {name for name, _ in caps}
         assert kernels == ({"candidates_kernel"} if one == "0" else
                            {"one_launch_topk_mask_kernel", "one_launch_select_kernel"}), kernels
