@@ -675,33 +675,36 @@ def test_gpu_cuda_graph_capture_and_replay():
 @pytest.mark.gpu
 @pytest.mark.parametrize("B", [1, 8])
 def test_gpu_small_batch_top_k_in_a_graph(B):
-    """Top-k alone at small batches inside a CUDA graph (the pipeline with ``candsmall``'s pass
-    A and, for small k, the small-k search's own slots): every edge family's rows replayed
-    through one capture, masks and top_k equal to the oracle's."""
+    """Top-k (alone, and with top-p under a scalar k) at small batches inside a CUDA graph (the
+    pipeline with ``candsmall``'s pass A and, for small k, the small-k search's own slots):
+    every edge family's rows replayed through one capture, masks and top_k equal to the
+    oracle's."""
     from qrita.reference import oracle
 
     rng = np.random.default_rng(B + 5)
     V = 131072
     rows = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])
     x = _to_device(rows[:B], "float32")
-    captured = {}
+    settings = ((50, None), (1000, None), (100, 0.9))
+    for k, p in settings:  # compile outside the capture
+        ops.top_k_top_p_mask(x, k, p)
     for k in (50, 1000):
-        ops.top_k_top_p_mask(x, k, None)  # compile outside the capture
         ops.top_k(x, k)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
-        for k in (50, 1000):
-            captured[k] = (ops.top_k_top_p_mask(x, k, None), ops.top_k(x, k))
+        masks = {(k, p): ops.top_k_top_p_mask(x, k, p) for k, p in settings}
+        selections = {k: ops.top_k(x, k) for k in (50, 1000)}
     torch.cuda.current_stream().wait_stream(stream)
     for start in range(0, len(rows) - B + 1, B):
         fresh = rows[start:start + B]
         x.copy_(torch.from_numpy(fresh))
         graph.replay()
         torch.cuda.synchronize()
-        for k, (mask, (values, indices)) in captured.items():
-            compare.assert_mask_matches(_host(mask), fresh, k, None)
+        for (k, p), mask in masks.items():
+            compare.assert_mask_matches(_host(mask), fresh, k, p)
+        for k, (values, indices) in selections.items():
             want = oracle.top_k(fresh, k)
             np.testing.assert_array_equal(_host(indices), want.indices)
             np.testing.assert_array_equal(_host(values), want.values)

@@ -102,7 +102,7 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     16-way rounds (``roundsplit=4x0``; default 2), the size of the wide top-p band's sample
     and the warps placing it (``band=4096x8``), or pass A's (tile, warps) for top-k alone at
     batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 1024x8, ``0x0``: off;
-    ``candsmallkp=1x0`` also for top-k + top-p with a scalar k), or
+    ``candsmallkp=0x0``: not for top-k + top-p with a scalar k), or
     the small-k search's slots per row (``capsmall=2048x0``; ``0x0``: the usual)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -175,7 +175,7 @@ class PipelineConfig:
     # as at any capacity, so only speed and memory depend on it
     cap_small: int = 0
     # ``candsmall`` also for top-k + top-p with a scalar k in (0, V) (every row has top-k on, so
-    # pass A sums no masses there either; only +inf counts): off until measured
+    # pass A sums no masses there either; only +inf counts): on for the GPU (measured)
     cand_small_kp: bool = False
 
     def __post_init__(self):
@@ -288,8 +288,10 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # cutoff, ~53 per segment of 64 slots: segments overflow and rows take the fallback;
         # BENCHMARKS.md twenty-first session)
         cap_small = _table_override("capsmall", (2048, 0))[0]
-        # ``candsmallkp=1x0``: candsmall for top-k + top-p with a scalar k too (not measured)
-        cand_small_kp = _table_override("candsmallkp", (0, 0))[0] == 1
+        # candsmall for top-k + top-p with a scalar k too (``candsmallkp=0x0``: off). H200,
+        # V = 131072 fp32 zipf topk100_topp0.9, graph replay, us: B = 1 55.8 -> 42.7, B = 8
+        # 58.4 -> 43.9 (BENCHMARKS.md twenty-second session)
+        cand_small_kp = _table_override("candsmallkp", (1, 0))[0] == 1
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
