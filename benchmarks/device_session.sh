@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -80,7 +80,8 @@ prof() {
   local name=$1 scen=$2 wl=$3; shift 3
   echo "== $name"
   env "$@" timeout "${KNOB_S:-90}" python3 benchmarks/profile_pipeline.py --out "$OUT/p_$name" \
-    --batch 1024 --dtypes "${PROF_DTYPES:-float32}" --workloads "$wl" --scenarios "$scen" 2>&1 \
+    --batch "${PROF_BATCH:-1024}" --dtypes "${PROF_DTYPES:-float32}" --workloads "$wl" \
+    --scenarios "$scen" 2>&1 \
     | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
 }
 profile_knobs() {
@@ -1009,4 +1010,13 @@ if [[ $stage == s23a ]]; then  # next session, call 1 (written without a GPU): t
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
   bench_ab masks topk100_topp0.9 "${AB_S:-40}" 1,8 QRITA_LAUNCH_TABLE=default \
     QRITA_LAUNCH_TABLE=candsmallkp=1x0
+fi
+if [[ $stage == s23b ]]; then  # twenty-second session, call 2: where B = 1 and 8 spend their time in the pipeline (graph replays' path), then the GPU tests owed at the twenty-first session's defaults and candsmallkp's
+  PROF_BATCH=1,8 KNOB_S="${PROF_S:-100}" prof small topk50,k50,topk1000,topp0.9,topk100_topp0.9 zipf \
+    QRITA_ONE_LAUNCH=0
+  m=tests/test_triton_masks.py t=tests/test_triton_top_k.py
+  gpu_tests s23b "${TESTS_S:-360}" "$m::test_gpu_small_batch_top_k_in_a_graph" \
+    "$m::test_gpu_one_launch_topk_mask[bfloat16]" "$t::test_gpu_top_k_batches_deterministic_invariant" \
+    "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_deterministic_and_batch_invariant" \
+    "$t::test_gpu_top_k_real_vocab"
 fi
