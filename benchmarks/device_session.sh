@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1019,4 +1019,11 @@ if [[ $stage == s23b ]]; then  # twenty-second session, call 2: where B = 1 and 
     "$m::test_gpu_one_launch_topk_mask[bfloat16]" "$t::test_gpu_top_k_batches_deterministic_invariant" \
     "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_deterministic_and_batch_invariant" \
     "$t::test_gpu_top_k_real_vocab"
+fi
+if [[ $stage == s23c ]]; then  # twenty-second session, call 3: pass A at B = 1 and 8 (12 us of ~33 at B = 1: 16 programs, ~7 one-by-one appends per 1024-entry tile): prefix sums only, and tiles up to the whole segment
+  for table in default sparsesmall=0x0 candsmall=2048x8,sparsesmall=0x0 \
+      candsmall=4096x16,sparsesmall=0x0 candsmall=8192x16,sparsesmall=0x0; do
+    PROF_BATCH=1,8 KNOB_S="${PROF_S:-70}" prof "$(echo $table | tr '=,' '__')" topk50,k50,topk1000 \
+      zipf QRITA_ONE_LAUNCH=0 QRITA_LAUNCH_TABLE=$table
+  done
 fi

@@ -365,6 +365,41 @@ def test_small_batch_pass_a_tile_gives_the_same_masks(monkeypatch):
     assert any(b[2] == small_block for b in blocks) and any(b[2] != small_block for b in blocks)
 
 
+def test_small_batch_pass_a_whole_segment_tile(monkeypatch):
+    """``candsmall``'s tile may exceed ``block``, up to the whole segment, and append its
+    candidates by prefix sums only (``sparsesmall=0x0``): the masks and top_k's selections are
+    still the oracle's. A tile that does not divide the segment is halved until it does (a
+    tile must never reach into the next segment)."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.reference import oracle
+
+    assert launch_module._tile_in_segment(4096, 8192) == 4096
+    assert launch_module._tile_in_segment(4096, 10240) == 2048
+    assert launch_module._tile_in_segment(0, 256) == 0
+    table = launch_module.pipeline_config
+    V = 1001
+    usual = table(V, torch.float32)
+    whole_segment = usual.seg_len
+    assert whole_segment > usual.block  # the tile spans more than one block
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), block_cand_small=whole_segment,
+                                                 warps_cand_small=4, sparse_small=0))
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")
+    launches = _site_launches(monkeypatch, launch_module.candidates_kernel)
+    rng = np.random.default_rng(41)
+    x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])[:8]
+    for k in (1, 50, V - 1):
+        run_and_check(x, "float32", k, None)
+    values, indices = ops.top_k(_to_device(x, "float32"), 20)
+    want = oracle.top_k(x, 20)
+    np.testing.assert_array_equal(_host(indices), want.indices)
+    np.testing.assert_array_equal(_host(values), want.values)
+    assert launches and {(kw["BLOCK"], kw["SPARSE"]) for _, _, kw in launches} == {
+        (whole_segment, 0)}
+
+
 def test_small_batch_pass_a_tile_with_top_p_is_batch_invariant(monkeypatch):
     """``candsmallkp``: top-k + top-p with a scalar k in (0, V) at small batches may run pass A
     with ``candsmall``'s tile too (its rows sum no masses in pass A; +inf rows only count).

@@ -102,7 +102,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     16-way rounds (``roundsplit=4x0``; default 2), the size of the wide top-p band's sample
     and the warps placing it (``band=4096x8``), or pass A's (tile, warps) for top-k alone at
     batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 1024x8, ``0x0``: off;
-    ``candsmallkp=0x0``: not for top-k + top-p with a scalar k), or
+    ``candsmallkp=0x0``: not for top-k + top-p with a scalar k; ``sparsesmall=0x0``: its
+    candidates by prefix sums only; the tile may exceed ``block`` up to the segment), or
     the small-k search's slots per row (``capsmall=2048x0``; ``0x0``: the usual)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -169,6 +170,8 @@ class PipelineConfig:
     # default one-warp programs leave the GPU latency-bound (0: the usual ones)
     block_cand_small: int = 0
     warps_cand_small: int = 0
+    # ``sparse`` of that pass A (-1: ``sparse``; 0: prefix sums only)
+    sparse_small: int = -1
     # top-k alone with a scalar k that takes the small-k search (``small_k_search``): candidate
     # slots per row (0: ``cap``, the usual). Fewer slots: a smaller scratch and fewer slots for
     # the per-row search to hold. A segment that overflows sends its row to the exact fallback,
@@ -224,6 +227,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         band_percent = 75
         round_split = 1
         block_cand_small, warps_cand_small = 0, 0
+        sparse_small = -1
         cap_small = 128  # half the slots: CI runs the small-k search's own capacity
         cand_small_kp = False
     else:
@@ -280,6 +284,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # k1000 73.4 -> 56.6. B = 64 is slower (topk50 69.6 -> 84.5, topk1000 77.7 -> 92.2),
         # so the limit is 8 (512 x 4 and 512 x 8 in between; BENCHMARKS.md twenty-first session)
         block_cand_small, warps_cand_small = _table_override("candsmall", (1024, 8))
+        # ``sparsesmall=Nx0``: that pass A's ``sparse`` (not measured; -1: ``sparse``)
+        sparse_small = _table_override("sparsesmall", (-1, 0))[0]
         # the small-k search's slots per row (``capsmall=0x0``: the usual 4096). H200, V = 131072
         # fp32 zipf, graph replay, us, 4096 -> 2048 slots: masks topk50 B = 1 49.2 -> 33.7,
         # B = 8 42.6 -> 35.5, B = 64 70.1 -> 63.9, B = 1024 380.8 -> 367.0; top_k k50 B = 1
@@ -323,7 +329,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           lean_mass=lean_mass, band_percent=band_percent,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
                           else 1,
-                          block_cand_small=min(block_cand_small, block),
+                          block_cand_small=_tile_in_segment(block_cand_small, seg_len),
+                          sparse_small=sparse_small,
                           warps_cand_small=warps_cand_small,
                           cap_small=min(cap_small, cap) if cap_small > 0 else 0,
                           cand_small_kp=cand_small_kp)
@@ -358,6 +365,14 @@ def call_config(cfg: PipelineConfig, vocab: int, k, p) -> PipelineConfig:
     return _small_cap_config(cfg)
 
 
+def _tile_in_segment(tile: int, seg_len: int) -> int:
+    """The largest power of two at most ``tile`` that divides ``seg_len`` (pass A's tiles must
+    not straddle two segments: its first tile's load is bounded by V only)."""
+    while tile > 1 and seg_len % tile:
+        tile //= 2
+    return tile
+
+
 @functools.lru_cache(maxsize=1024)
 def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
           smallest: bool, select: bool, wide: bool, retry: bool,
@@ -367,8 +382,10 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
     block_cand = cfg.block_cand or cfg.block
     warps_cand = cfg.warps_cand or cfg.warps_stream
+    sparse_cand = cfg.sparse
     if small_batch:
         block_cand, warps_cand = cfg.block_cand_small, cfg.warps_cand_small
+        sparse_cand = cfg.sparse if cfg.sparse_small < 0 else cfg.sparse_small
     seg = dict(CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2)
     dense, warps_search = (cfg.dense_small, cfg.warps_small) if small else (cfg.dense,
                                                                            cfg.warps_search)
@@ -378,7 +395,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     }
     for again in (False, True):
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
-                                           SPARSE=cfg.sparse, ONLY_RETRY=again,
+                                           SPARSE=sparse_cand, ONLY_RETRY=again,
                                            LEAN=cfg.lean_mass and has_p, num_warps=warps_cand)
         for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search
