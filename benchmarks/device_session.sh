@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1026,4 +1026,12 @@ if [[ $stage == s23c ]]; then  # twenty-second session, call 3: pass A at B = 1 
     PROF_BATCH=1,8 KNOB_S="${PROF_S:-70}" prof "$(echo $table | tr '=,' '__')" topk50,k50,topk1000 \
       zipf QRITA_ONE_LAUNCH=0 QRITA_LAUNCH_TABLE=$table
   done
+fi
+if [[ $stage == s23d ]]; then  # twenty-second session, call 4: the small-batch defaults (candsmall 2048 x 8, prefix sums only; candsmallkp on) on the bench at B = 1, 8, 64 (fp32 and bf16, zipf), then their graph test
+  timeout "${BENCH_S:-200}" python3 benchmarks/bench.py --out "$OUT/bench" --ops masks,top_k \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64 --workloads zipf \
+    --scenarios topk50,topk1000,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \
+    --check-rows 4 --no-progress --peers '' > "$OUT/bench_s23d.log" 2>&1
+  echo "bench exit $?"; tail -c 5000 "$OUT/bench_s23d.log"
+  gpu_tests s23d "${TESTS_S:-150}" tests/test_triton_masks.py::test_gpu_small_batch_top_k_in_a_graph
 fi

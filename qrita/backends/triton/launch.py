@@ -101,9 +101,10 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     band's size cap in percent of the slots (``bandpct=75x0``), the programs per segment of the
     16-way rounds (``roundsplit=4x0``; default 2), the size of the wide top-p band's sample
     and the warps placing it (``band=4096x8``), or pass A's (tile, warps) for top-k alone at
-    batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 1024x8, ``0x0``: off;
-    ``candsmallkp=0x0``: not for top-k + top-p with a scalar k; ``sparsesmall=0x0``: its
-    candidates by prefix sums only; the tile may exceed ``block`` up to the segment), or
+    batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 2048x8, ``0x0``: off;
+    ``candsmallkp=0x0``: not for top-k + top-p with a scalar k; ``sparsesmall=8x0``: up to 8
+    candidates of a tile one by one, as elsewhere (default 0: prefix sums only); the tile may
+    exceed ``block``, up to the segment), or
     the small-k search's slots per row (``capsmall=2048x0``; ``0x0``: the usual)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -278,14 +279,19 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # +30 us). It sets the order of the partial sums, so it is the same at every B.
         round_split = _table_override("roundsplit", (2, 0))[0]
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
-        # pass A in 1024-entry tiles, 8 warps. H200, V = 131072 fp32, graph replay, us, default
-        # (128 x 1) -> 1024 x 8: masks zipf topk50 B = 1 62.9 -> 49.3, B = 8 57.0 -> 42.6,
-        # topk1000 B = 1 63.3 -> 47.4, B = 8 62.4 -> 45.4; top_k zipf k50 B = 1 64.1 -> 50.7,
-        # k1000 73.4 -> 56.6. B = 64 is slower (topk50 69.6 -> 84.5, topk1000 77.7 -> 92.2),
-        # so the limit is 8 (512 x 4 and 512 x 8 in between; BENCHMARKS.md twenty-first session)
-        block_cand_small, warps_cand_small = _table_override("candsmall", (1024, 8))
-        # ``sparsesmall=Nx0``: that pass A's ``sparse`` (not measured; -1: ``sparse``)
-        sparse_small = _table_override("sparsesmall", (-1, 0))[0]
+        # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
+        # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
+        # most of their time). H200, V = 131072 fp32, graph replay, us, default (128 x 1) ->
+        # 1024 x 8: masks zipf topk50 B = 1 62.9 -> 49.3, B = 8 57.0 -> 42.6, topk1000 B = 1
+        # 63.3 -> 47.4, B = 8 62.4 -> 45.4; top_k zipf k50 B = 1 64.1 -> 50.7, k1000 73.4 ->
+        # 56.6. B = 64 is slower (topk50 69.6 -> 84.5, topk1000 77.7 -> 92.2), so the limit is
+        # 8 (BENCHMARKS.md twenty-first session). Then 1024 x 8 -> 2048 x 8 with prefix sums
+        # only: pass A at B = 1 12.4 -> 7.6 us, masks topk50 B = 1 33.1 -> 28.6, B = 8 36.6 ->
+        # 31.2, top_k k50 B = 1 35.1 -> 30.7 (4096 x 16 and 8192 x 16 in between; BENCHMARKS.md
+        # twenty-second session)
+        block_cand_small, warps_cand_small = _table_override("candsmall", (2048, 8))
+        # ``sparsesmall=Nx0``: that pass A's ``sparse`` (-1: ``sparse``)
+        sparse_small = _table_override("sparsesmall", (0, 0))[0]
         # the small-k search's slots per row (``capsmall=0x0``: the usual 4096). H200, V = 131072
         # fp32 zipf, graph replay, us, 4096 -> 2048 slots: masks topk50 B = 1 49.2 -> 33.7,
         # B = 8 42.6 -> 35.5, B = 64 70.1 -> 63.9, B = 1024 380.8 -> 367.0; top_k k50 B = 1
