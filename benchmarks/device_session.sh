@@ -1027,7 +1027,11 @@ if [[ $stage == s23c ]]; then  # twenty-second session, call 3: pass A at B = 1 
       zipf QRITA_ONE_LAUNCH=0 QRITA_LAUNCH_TABLE=$table
   done
 fi
-if [[ $stage == s23d ]]; then  # twenty-second session, call 4: the small-batch defaults (candsmall 2048 x 8, prefix sums only; candsmallkp on) on the bench at B = 1, 8, 64 (fp32 and bf16, zipf), then their graph test
+if [[ $stage == s23d ]]; then  # twenty-second session, call 4: the search's and the cutoff kernel's warps at B <= 8 (searchb, cutoffb); the small-batch defaults (candsmall 2048 x 8, prefix sums only; candsmallkp on) on the bench at B = 1, 8, 64 (fp32 and bf16, zipf), then their graph test
+  for table in searchb=0x2 searchb=0x8 cutoffb=0x8; do
+    PROF_BATCH=1,8 KNOB_S="${PROF_S:-50}" prof "$(echo $table | tr '=,' '__')" topk50,k50,topk1000 \
+      zipf QRITA_ONE_LAUNCH=0 QRITA_LAUNCH_TABLE=$table
+  done
   timeout "${BENCH_S:-200}" python3 benchmarks/bench.py --out "$OUT/bench" --ops masks,top_k \
     --vocab 131072 --dtypes float32,bfloat16 --batch 1,8,64 --workloads zipf \
     --scenarios topk50,topk1000,topk100_topp0.9,k50,k1000 --graphs --warmup 5 --rep 25 \

@@ -367,9 +367,11 @@ def test_small_batch_pass_a_tile_gives_the_same_masks(monkeypatch):
 
 def test_small_batch_pass_a_whole_segment_tile(monkeypatch):
     """``candsmall``'s tile may exceed ``block``, up to the whole segment, and append its
-    candidates by prefix sums only (``sparsesmall=0x0``): the masks and top_k's selections are
+    candidates by prefix sums only (``sparsesmall=0x0``); the search and the cutoff kernel may
+    take their own warps there (``searchb``, ``cutoffb``): the masks and top_k's selections are
     still the oracle's. A tile that does not divide the segment is halved until it does (a
-    tile must never reach into the next segment)."""
+    tile must never reach into the next segment). With top-p the warps stay the usual ones (the
+    order of float sums may follow them, and a row's mask must not depend on its batch)."""
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
@@ -383,11 +385,18 @@ def test_small_batch_pass_a_whole_segment_tile(monkeypatch):
     usual = table(V, torch.float32)
     whole_segment = usual.seg_len
     assert whole_segment > usual.block  # the tile spans more than one block
+    small_warps = 1
+    assert small_warps not in (usual.warps_search, usual.warps_small, usual.warps_stream,
+                               usual.warps_cutoff)
     monkeypatch.setattr(launch_module, "pipeline_config",
                         lambda V, dtype: replace(table(V, dtype), block_cand_small=whole_segment,
-                                                 warps_cand_small=4, sparse_small=0))
+                                                 warps_cand_small=4, sparse_small=0,
+                                                 warps_search_small_batch=small_warps,
+                                                 warps_cutoff_small_batch=small_warps,
+                                                 cand_small_kp=True))
     monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")
-    launches = _site_launches(monkeypatch, launch_module.candidates_kernel)
+    launches = _site_launches(monkeypatch, launch_module.candidates_kernel,
+                              launch_module.threshold_kernel, launch_module.cutoff_kernel)
     rng = np.random.default_rng(41)
     x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])[:8]
     for k in (1, 50, V - 1):
@@ -396,8 +405,20 @@ def test_small_batch_pass_a_whole_segment_tile(monkeypatch):
     want = oracle.top_k(x, 20)
     np.testing.assert_array_equal(_host(indices), want.indices)
     np.testing.assert_array_equal(_host(values), want.values)
-    assert launches and {(kw["BLOCK"], kw["SPARSE"]) for _, _, kw in launches} == {
+
+    def seen(kernel):
+        return [kw for kern, _, kw in launches if kern is kernel]
+
+    assert {(kw["BLOCK"], kw["SPARSE"]) for kw in seen(launch_module.candidates_kernel)} == {
         (whole_segment, 0)}
+    dense_stages = [kw for kw in seen(launch_module.threshold_kernel) if kw["STAGE"] != 2]
+    assert dense_stages and {kw["num_warps"] for kw in dense_stages} == {small_warps}
+    assert {kw["num_warps"] for kw in seen(launch_module.cutoff_kernel)} == {small_warps}
+    launches.clear()
+    run_and_check(x[:2], "float32", 7, 0.9)  # top-k + top-p: the small tile, the usual warps
+    assert {kw["BLOCK"] for kw in seen(launch_module.candidates_kernel)} == {whole_segment}
+    assert small_warps not in {kw["num_warps"] for kw in seen(launch_module.threshold_kernel)}
+    assert small_warps not in {kw["num_warps"] for kw in seen(launch_module.cutoff_kernel)}
 
 
 def test_small_batch_pass_a_tile_with_top_p_is_batch_invariant(monkeypatch):

@@ -104,7 +104,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 2048x8, ``0x0``: off;
     ``candsmallkp=0x0``: not for top-k + top-p with a scalar k; ``sparsesmall=8x0``: up to 8
     candidates of a tile one by one, as elsewhere (default 0: prefix sums only); the tile may
-    exceed ``block``, up to the segment), or
+    exceed ``block``, up to the segment; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
+    search's dense stage and the cutoff kernel at those batches), or
     the small-k search's slots per row (``capsmall=2048x0``; ``0x0``: the usual)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -173,6 +174,10 @@ class PipelineConfig:
     warps_cand_small: int = 0
     # ``sparse`` of that pass A (-1: ``sparse``; 0: prefix sums only)
     sparse_small: int = -1
+    # at those small batches, top-k alone: the warps of the per-row search's dense stage and of
+    # the cutoff kernel (0: as at any batch), one program per row there, latency-bound
+    warps_search_small_batch: int = 0
+    warps_cutoff_small_batch: int = 0
     # top-k alone with a scalar k that takes the small-k search (``small_k_search``): candidate
     # slots per row (0: ``cap``, the usual). Fewer slots: a smaller scratch and fewer slots for
     # the per-row search to hold. A segment that overflows sends its row to the exact fallback,
@@ -229,6 +234,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         round_split = 1
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = -1
+        warps_search_small_batch = warps_cutoff_small_batch = 0
         cap_small = 128  # half the slots: CI runs the small-k search's own capacity
         cand_small_kp = False
     else:
@@ -292,6 +298,10 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_cand_small, warps_cand_small = _table_override("candsmall", (2048, 8))
         # ``sparsesmall=Nx0``: that pass A's ``sparse`` (-1: ``sparse``)
         sparse_small = _table_override("sparsesmall", (0, 0))[0]
+        # ``searchb=0xW`` / ``cutoffb=0xW``: the search's and the cutoff kernel's warps at
+        # those batches (not measured: 0, as at any batch)
+        warps_search_small_batch = _table_override("searchb", (0, 0))[1]
+        warps_cutoff_small_batch = _table_override("cutoffb", (0, 0))[1]
         # the small-k search's slots per row (``capsmall=0x0``: the usual 4096). H200, V = 131072
         # fp32 zipf, graph replay, us, 4096 -> 2048 slots: masks topk50 B = 1 49.2 -> 33.7,
         # B = 8 42.6 -> 35.5, B = 64 70.1 -> 63.9, B = 1024 380.8 -> 367.0; top_k k50 B = 1
@@ -337,6 +347,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           else 1,
                           block_cand_small=_tile_in_segment(block_cand_small, seg_len),
                           sparse_small=sparse_small,
+                          warps_search_small_batch=warps_search_small_batch,
+                          warps_cutoff_small_batch=warps_cutoff_small_batch,
                           warps_cand_small=warps_cand_small,
                           cap_small=min(cap_small, cap) if cap_small > 0 else 0,
                           cand_small_kp=cand_small_kp)
@@ -389,15 +401,20 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     block_cand = cfg.block_cand or cfg.block
     warps_cand = cfg.warps_cand or cfg.warps_stream
     sparse_cand = cfg.sparse
+    warps_cutoff = cfg.warps_cutoff or cfg.warps_stream
     if small_batch:
         block_cand, warps_cand = cfg.block_cand_small, cfg.warps_cand_small
         sparse_cand = cfg.sparse if cfg.sparse_small < 0 else cfg.sparse_small
+        if not has_p:  # (with top-p, float sums' order may follow the warps: batch invariance)
+            warps_cutoff = cfg.warps_cutoff_small_batch or warps_cutoff
     seg = dict(CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2)
     dense, warps_search = (cfg.dense_small, cfg.warps_small) if small else (cfg.dense,
                                                                            cfg.warps_search)
+    if small_batch and not has_p and cfg.warps_search_small_batch:
+        warps_search = cfg.warps_search_small_batch
     plan = {
         "cutoff": dict(flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
-                       num_warps=cfg.warps_cutoff or cfg.warps_stream),
+                       num_warps=warps_cutoff),
     }
     for again in (False, True):
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
