@@ -104,10 +104,11 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 dict(kp, SMALLEST=False, BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2,
                      SPARSE=8, ONLY_RETRY=False, LEAN=False), target, 4)
         if flags["HAS_K"] and not flags["HAS_P"] and not again and dtype == ALL_VARIANTS_DTYPE:
-            # top-k alone at small batches: pass A's own warps (the launch table's ``candsmall``)
+            # top-k alone at small batches: pass A's own tile and warps, prefix sums only (the
+            # launch table's ``candsmall``, ``sparsesmall``)
             out["candidates_small"] = _compile(pipeline.candidates_kernel, cand_sig,
-                dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=1024, CAP_SEG=cap_seg,
-                     NSEG_P2=nseg_p2, SPARSE=8, ONLY_RETRY=False, LEAN=False), target, 8)
+                dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=2048, CAP_SEG=cap_seg,
+                     NSEG_P2=nseg_p2, SPARSE=0, ONLY_RETRY=False, LEAN=False), target, 8)
         stages = (1, 2) if flags["HAS_K"] and flags["HAS_P"] else (0,)
         if dtype != ALL_VARIANTS_DTYPE:  # the first stage never loads x: dtype-neutral code
             stages = tuple(stage for stage in stages if stage != 1)
