@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1038,4 +1038,15 @@ if [[ $stage == s23d ]]; then  # twenty-second session, call 4: the search's and
     --check-rows 4 --no-progress --peers '' > "$OUT/bench_s23d.log" 2>&1
   echo "bench exit $?"; tail -c 5000 "$OUT/bench_s23d.log"
   gpu_tests s23d "${TESTS_S:-150}" tests/test_triton_masks.py::test_gpu_small_batch_top_k_in_a_graph
+fi
+if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): the small-batch graph and top_k GPU tests at searchb=0x8 (the search's 8 warps at B <= 8: measured 1-1.7 us faster, no GPU test yet), its bench A/B with oracle checks, then the GPU tests still owed (the one-launch bf16 test, determinism / batch invariance, top_k real vocab)
+  m=tests/test_triton_masks.py t=tests/test_triton_top_k.py
+  QRITA_LAUNCH_TABLE=searchb=0x8 gpu_tests s24a_searchb8 "${SEARCHB_S:-150}" \
+    "$m::test_gpu_small_batch_top_k_in_a_graph" "$t::test_gpu_top_k_cuda_graph" \
+    "$t::test_gpu_top_k_batches_deterministic_invariant"
+  bench_ab masks topk50,topk1000 "${AB_S:-45}" 1,8 QRITA_LAUNCH_TABLE=default \
+    QRITA_LAUNCH_TABLE=searchb=0x8
+  bench_ab top_k k50 "${AB_S:-45}" 1,8 QRITA_LAUNCH_TABLE=default QRITA_LAUNCH_TABLE=searchb=0x8
+  gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
+    "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
