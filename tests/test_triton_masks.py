@@ -553,6 +553,41 @@ def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide):
         run_and_check(x, "float32", None, p)
 
 
+def test_pass_a_append_limit_for_large_k_calls(monkeypatch):
+    """Pass A's one-by-one append limit may differ for calls with the top-k retry (a large or a
+    per-row k: the launch table's ``sparselarge``): the masks and top_k's selections are the
+    oracle's either way, and only those calls take it (k below ``retry_min_k`` keeps
+    ``sparse``)."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.reference import oracle
+
+    table = launch_module.pipeline_config
+    usual = table(1000, torch.float32)
+    large_limit = 0 if usual.sparse > 0 else 4
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), sparse_large=large_limit))
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")
+    launches = _site_launches(monkeypatch, launch_module.candidates_kernel)
+    rng = np.random.default_rng(23)
+    V = 1000
+    x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])[:12]
+    small_k = usual.retry_min_k - 1
+    large_k = usual.retry_min_k + 40
+    assert small_k >= 1
+    for k, p in [(small_k, None), (large_k, None), (large_k, 0.9),
+                 (np.arange(1, 13, dtype=np.int64) * 7, None)]:
+        launches.clear()
+        run_and_check(x, "float32", k, p)
+        want = large_limit if (isinstance(k, np.ndarray) or k >= usual.retry_min_k) else usual.sparse
+        assert launches and {kw["SPARSE"] for _, _, kw in launches} == {want}, (k, p)
+    values, indices = ops.top_k(_to_device(x, "float32"), large_k)
+    want = oracle.top_k(x, large_k)
+    np.testing.assert_array_equal(_host(indices), want.indices)
+    np.testing.assert_array_equal(_host(values), want.values)
+
+
 def test_empty_batch(monkeypatch):
     """B = 0: empty results of the right shape and dtype, with and without row chunks."""
     for rows in ("0", "2"):

@@ -105,7 +105,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     ``candsmallkp=0x0``: not for top-k + top-p with a scalar k; ``sparsesmall=8x0``: up to 8
     candidates of a tile one by one, as elsewhere (default 0: prefix sums only); the tile may
     exceed ``block``, up to the segment; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
-    search's dense stage and the cutoff kernel at those batches), or
+    search's dense stage and the cutoff kernel at those batches), pass A's one-by-one append
+    limit (``sparse=Nx0``; ``sparselarge=Nx0`` for calls with the top-k retry), or
     the small-k search's slots per row (``capsmall=2048x0``; ``0x0``: the usual)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -145,6 +146,9 @@ class PipelineConfig:
     warps_cand: int = 0  # warps of the candidate pass (0: ``warps_stream``)
     block_cand_one: int = 0  # candidate tile of the one-launch kernels (0: ``block_cand``)
     sparse: int = 8  # a tile with at most this many candidates appends them one by one
+    # ``sparse`` of pass A for calls with a large or per-row k (those with the top-k retry;
+    # -1: ``sparse``): such rows keep ~1000+ candidates, ~2 per 128-entry tile
+    sparse_large: int = -1
     oversample: float = 4.0
     band_sample: int = 4096  # sample placing the wide top-p band (entries)
     warps_band: int = 4  # warps of the band's placement
@@ -233,7 +237,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         band_percent = 75
         round_split = 1
         block_cand_small, warps_cand_small = 0, 0
-        sparse_small = -1
+        sparse_small = sparse_large = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
         cap_small = 128  # half the slots: CI runs the small-k search's own capacity
         cand_small_kp = False
@@ -255,6 +259,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # (tune_launch.py --stage wide_sparse, BENCHMARKS.md fifth section: 0 fastest everywhere)
         sparse_wide = 0
         block_cand, warps_cand = _table_override("cand", (block_cand, warps_cand))
+        # ``sparse=Nx0`` / ``sparselarge=Nx0``: pass A's one-by-one append limit, for every call
+        # / for calls with the top-k retry (k >= retry_min_k or per-row k). Not measured since
+        # pass A went to one warp per program (eighth session): off (-1: ``sparse``)
+        sparse = _table_override("sparse", (sparse, 0))[0]
+        sparse_large = _table_override("sparselarge", (-1, 0))[0]
         block_wide, warps_wide = _table_override("wide", (block_wide, warps_wide))
         dense, warps_search = _table_override("search", (dense, warps_search))
         # H200, B = 1024, V = 131072, fp32 zipf, threshold kernel: topk50 92 -> 79 us, top_k
@@ -346,7 +355,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           round_split=round_split if seg_len % (round_split * block_round) == 0
                           else 1,
                           block_cand_small=_tile_in_segment(block_cand_small, seg_len),
-                          sparse_small=sparse_small,
+                          sparse_small=sparse_small, sparse_large=sparse_large,
                           warps_search_small_batch=warps_search_small_batch,
                           warps_cutoff_small_batch=warps_cutoff_small_batch,
                           warps_cand_small=warps_cand_small,
@@ -400,11 +409,11 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
     block_cand = cfg.block_cand or cfg.block
     warps_cand = cfg.warps_cand or cfg.warps_stream
-    sparse_cand = cfg.sparse
+    sparse_cand = cfg.sparse if (cfg.sparse_large < 0 or not retry) else cfg.sparse_large
     warps_cutoff = cfg.warps_cutoff or cfg.warps_stream
     if small_batch:
         block_cand, warps_cand = cfg.block_cand_small, cfg.warps_cand_small
-        sparse_cand = cfg.sparse if cfg.sparse_small < 0 else cfg.sparse_small
+        sparse_cand = sparse_cand if cfg.sparse_small < 0 else cfg.sparse_small
         if not has_p:  # (with top-p, float sums' order may follow the warps: batch invariance)
             warps_cutoff = cfg.warps_cutoff_small_batch or warps_cutoff
     seg = dict(CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2)
