@@ -105,7 +105,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     ``candsmallkp=0x0``: not for top-k + top-p with a scalar k; ``sparsesmall=8x0``: up to 8
     candidates of a tile one by one, as elsewhere (default 0: prefix sums only); the tile may
     exceed ``block``, up to the segment; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
-    search's dense stage and the cutoff kernel at those batches), pass A's one-by-one append
+    search's dense stage and the cutoff kernel at those batches; ``flatb=1x0``: the dense
+    search's packing by (DENSE, S) tensors there), pass A's one-by-one append
     limit (``sparse=Nx0``; ``sparselarge=Nx0`` for calls with the top-k retry), or
     the small-k search's slots per row (``capsmall=2048x0``; ``0x0``: the usual)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
@@ -182,6 +183,9 @@ class PipelineConfig:
     # the cutoff kernel (0: as at any batch), one program per row there, latency-bound
     warps_search_small_batch: int = 0
     warps_cutoff_small_batch: int = 0
+    # at those small batches: the dense search's packing and per-segment counts by (DENSE, S)
+    # tensors, one step each, instead of loops over the segments (integers only: any call)
+    flat_search_small_batch: bool = False
     # top-k alone with a scalar k that takes the small-k search (``small_k_search``): candidate
     # slots per row (0: ``cap``, the usual). Fewer slots: a smaller scratch and fewer slots for
     # the per-row search to hold. A segment that overflows sends its row to the exact fallback,
@@ -239,6 +243,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
+        flat_search_small_batch = False
         cap_small = 128  # half the slots: CI runs the small-k search's own capacity
         cand_small_kp = False
     else:
@@ -311,6 +316,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # those batches (not measured: 0, as at any batch)
         warps_search_small_batch = _table_override("searchb", (0, 0))[1]
         warps_cutoff_small_batch = _table_override("cutoffb", (0, 0))[1]
+        # ``flatb=1x0``: the flat packing at those batches (not measured: off)
+        flat_search_small_batch = _table_override("flatb", (0, 0))[0] == 1
         # the small-k search's slots per row (``capsmall=0x0``: the usual 4096). H200, V = 131072
         # fp32 zipf, graph replay, us, 4096 -> 2048 slots: masks topk50 B = 1 49.2 -> 33.7,
         # B = 8 42.6 -> 35.5, B = 64 70.1 -> 63.9, B = 1024 380.8 -> 367.0; top_k k50 B = 1
@@ -358,6 +365,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           sparse_small=sparse_small, sparse_large=sparse_large,
                           warps_search_small_batch=warps_search_small_batch,
                           warps_cutoff_small_batch=warps_cutoff_small_batch,
+                          flat_search_small_batch=flat_search_small_batch,
                           warps_cand_small=warps_cand_small,
                           cap_small=min(cap_small, cap) if cap_small > 0 else 0,
                           cand_small_kp=cand_small_kp)
@@ -436,6 +444,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                 flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block, **seg,
                 DENSE=min(dense, cfg.cap), SAMPLE=cfg.sample,
                 RETRY=retry and not again, ONLY_RETRY=again, STAGE=stage,
+                FLAT=small_batch and cfg.flat_search_small_batch,
                 num_warps=cfg.warps_search if stage == 2 else warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
     for band in (True, False):
