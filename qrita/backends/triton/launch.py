@@ -131,8 +131,10 @@ def next_pow2(n: int) -> int:
 @dataclass(frozen=True)
 class PipelineConfig:
     """Launch parameters. They depend on V and dtype only (never on B, so a row's answer does not
-    depend on its batch) and change speed, never the answer. (``block_cand_small`` /
-    ``warps_cand_small`` apply by batch size, to top-k alone only, whose pass A sums no floats.)"""
+    depend on its batch) and change speed, never the answer. (The ``*_small`` pass A fields,
+    ``flat_search_small_batch`` and the ``*_small_batch`` warps apply by batch size: pass A to
+    rows with top-k on, which sum no floats there; the flat packing to integers only; the warps
+    to top-k alone.)"""
 
     block: int  # streaming tile of the segment passes
     seg_len: int  # entries per segment (a multiple of block)
