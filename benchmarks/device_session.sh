@@ -1058,6 +1058,7 @@ if [[ $stage == s24b ]]; then  # next session, call 2 (written without a GPU): p
     KNOB_S="${PROF_S:-70}" prof "$(echo $table | tr '=,' '__')" topk50,k50,topk1000,k1000,topp0.9 \
       zipf QRITA_LAUNCH_TABLE=$table
   done
+  PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-70}" prof bf16_default topk50,k50 zipf QRITA_LAUNCH_TABLE=
   bench_ab top_k k50,k1000 "${AB_S:-50}" 1024 QRITA_LAUNCH_TABLE=default QRITA_LAUNCH_TABLE=sparse=0x0
   bench_ab masks topk50,topk1000 "${AB_S:-50}" 1024 QRITA_LAUNCH_TABLE=default \
     QRITA_LAUNCH_TABLE=sparse=0x0
