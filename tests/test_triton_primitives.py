@@ -39,8 +39,16 @@ def _both_searches_kernel(x_ptr, member_ptr, params_ptr, out_ptr, N: tl.constexp
     by_rounds, r = search_in_registers(keys, keys.to(tl.float32), member, lo, hi, base, zero_f,
                                        target, zero_f, False)
     by_radix, passes = count_search_radix(keys, member, lo, hi, base, target)
+    by_fused, r_fused = search_in_registers(keys, keys.to(tl.float32), member, lo, hi, base,
+                                            zero_f, target, zero_f, False, FUSED=True)
+    by_loop, r_loop = search_in_registers(keys, keys.to(tl.float32), member, lo, hi, base,
+                                          zero_f, target, zero_f, False, FUSED=False)
     tl.store(out_ptr + 0, by_rounds)
     tl.store(out_ptr + 1, by_radix)
+    tl.store(out_ptr + 2, by_fused)
+    tl.store(out_ptr + 3, r_fused)
+    tl.store(out_ptr + 4, by_loop)
+    tl.store(out_ptr + 5, r_loop)
 
 
 def _rows(rng: np.random.Generator):
@@ -59,9 +67,12 @@ def _rows(rng: np.random.Generator):
 
 
 def test_radix_count_search_equals_pivot_rounds():
+    """Also the fused rounds (one reduction per round, QRITA_SEARCH_FUSED) against the loop form:
+    the same key in the same number of rounds."""
     rng = np.random.default_rng(7)
-    out = torch.zeros(2, dtype=torch.int32, device=DEVICE)
+    out = torch.zeros(6, dtype=torch.int32, device=DEVICE)
     checked = 0
+    rounds_seen = set()
     for x, member in _rows(rng):
         keys = np.sort(order_key_host(x)[member])
         # intervals: everything, and cuts at occupied keys (the fallback's case: keys inside)
@@ -77,22 +88,28 @@ def test_radix_count_search_equals_pivot_rounds():
                     _both_searches_kernel[(1,)](
                         torch.from_numpy(x).to(DEVICE),
                         torch.from_numpy(member.astype(np.int32)).to(DEVICE), params, out, N=N)
-                    by_rounds, by_radix = out.tolist()
+                    by_rounds, by_radix, by_fused, r_fused, by_loop, r_loop = out.tolist()
                     assert by_radix == by_rounds, (x, member, lo, hi, base, target)
+                    assert (by_fused, r_fused) == (by_loop, r_loop), (x, member, lo, hi, base,
+                                                                      target)
+                    assert by_loop == by_rounds
+                    rounds_seen.add(r_loop)
                     checked += 1
     assert checked >= 250  # every case above ran
+    assert max(rounds_seen) >= 3  # searches of several rounds ran
 
 
 @pytest.mark.parametrize("k", [1, 2, 17, 63, 64])
 def test_radix_count_search_is_the_kth_largest_key(k):
     rng = np.random.default_rng(k)
     x = rng.integers(-5, 6, N).astype(np.float32) * np.float32(0.25)
-    out = torch.zeros(2, dtype=torch.int32, device=DEVICE)
+    out = torch.zeros(6, dtype=torch.int32, device=DEVICE)
     params = torch.tensor([-(2**31) - 1, 2**31 - 1, 0, k], dtype=torch.int64, device=DEVICE)
     _both_searches_kernel[(1,)](torch.from_numpy(x).to(DEVICE),
                                 torch.ones(N, dtype=torch.int32, device=DEVICE), params, out, N=N)
     expected = np.sort(order_key_host(x))[::-1][k - 1]
-    assert out.tolist() == [expected, expected]
+    got = out.tolist()
+    assert [got[0], got[1], got[2], got[4]] == [expected] * 4
 
 
 @triton.jit

@@ -16,6 +16,11 @@ RADIX = tl.constexpr(os.environ.get("QRITA_RADIX", "0") == "1")
 #: measuring knob, read once at import: QRITA_SEARCH_INT32=0 compares keys with the pivot rounds'
 #: bounds in int64 (the form before the tenth session) instead of int32
 SEARCH_INT32 = tl.constexpr(os.environ.get("QRITA_SEARCH_INT32", "1") != "0")
+#: measuring knob, read once at import: QRITA_SEARCH_FUSED=1 gives each count round of the pivot
+#: search (:func:`search_in_registers`, top-k) one reduction for the pivots' counts and the four
+#: sub-intervals' smallest and largest keys, so the interval snaps without the two reductions
+#: of :func:`snap_interval` (the same integers; fewer block-wide reductions in a chain)
+SEARCH_FUSED = tl.constexpr(os.environ.get("QRITA_SEARCH_FUSED", "0") == "1")
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 #: the σ-cutoff's order statistic up to this rank by repeated max-reductions
 #: (:func:`kth_distinct_key`); measuring knob, read once at import: QRITA_CUTOFF_SMALL=0 takes
@@ -89,8 +94,44 @@ def narrow(piv, holds, lo, hi):
 
 
 @triton.jit
+def _count_min_max(count_a, min_a, max_a, count_b, min_b, max_b):
+    return count_a + count_b, tl.minimum(min_a, min_b), tl.maximum(max_a, max_b)
+
+
+@triton.jit
+def count_round_snapped(keys, member, lo, hi, base_count, k_target):
+    """One top-k round of :func:`search_in_registers` with its snap in the same reduction.
+
+    The four pivots p_j = lo + (hi - lo) * j // 4 cut (lo, hi] into the sub-intervals
+    (p_j, p_{j+1}] (p_4 = hi). One (N, 4) reduction gives the count above each pivot and each
+    sub-interval's smallest and largest member key; the predicate holds on a prefix of the
+    pivots (the counts do not grow with the pivot, lane 0 is lo itself), so T lies in the last
+    holding pivot's sub-interval, already snapped: (smallest key - 1, largest key], or
+    (KEY_MAX - 1, KEY_NAN] when it holds no key (as :func:`snap_interval`). lo, hi int64 with
+    KEY_NAN - 1 <= lo, hi - lo > 1, hi <= KEY_MAX; keys int32."""
+    lanes = tl.arange(0, 4).to(tl.int64)
+    piv = lo + ((hi - lo) * lanes) // 4
+    piv_next = lo + ((hi - lo) * (lanes + 1)) // 4
+    # key > p_j as key >= p_j + 1 in int32 (p_j < hi <= KEY_MAX; lane 0 may be KEY_NAN - 1,
+    # where every key is above); key <= p_{j+1} where the sub-interval is not empty
+    first = tl.maximum(piv + 1, KEY_NAN).to(tl.int32)
+    last = tl.maximum(piv_next, KEY_NAN).to(tl.int32)
+    above = member[:, None] & (keys[:, None] >= first[None, :])
+    inside = above & (keys[:, None] <= last[None, :]) & (piv_next > piv)[None, :]
+    count, key_min, key_max = tl.reduce(
+        (above.to(tl.int32), tl.where(inside, keys[:, None], KEY_MAX),
+         tl.where(inside, keys[:, None], KEY_NAN)), 0, _count_min_max)
+    holds = (base_count + count >= k_target) | (piv == lo)
+    last_holding = tl.max(tl.where(holds, lanes, 0), axis=0)
+    at = lanes == last_holding
+    new_lo = tl.max(tl.where(at, key_min, KEY_NAN), axis=0).to(tl.int64) - 1
+    new_hi = tl.max(tl.where(at, key_max, KEY_NAN), axis=0).to(tl.int64)
+    return new_lo, new_hi
+
+
+@triton.jit
 def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target, mass_target,
-                        USE_MASS: tl.constexpr):
+                        USE_MASS: tl.constexpr, FUSED: tl.constexpr = SEARCH_FUSED):
     """Quaternary pivot search over candidates held in registers.
 
     Finds the boundary key T in (lo, hi]: the largest q with predicate(q - 1) true, where
@@ -98,30 +139,37 @@ def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target
                    base_mass + Σ w(key > q) >= mass_target (top-p).
     Each round tests three pivots at 1/4, 1/2, 3/4 of the interval, then snaps the interval to the
     smallest and largest candidate key inside it; one distinct key left means T is found.
+    FUSED (top-k only): each round's counts and snap in one reduction
+    (:func:`count_round_snapped`); the same rounds and answer.
     Returns T and the number of rounds.
     """
     rounds = 0
     # snap to the occupied keys: lo -> (min key > lo) - 1, hi -> max key <= hi
     lo, hi = snap_interval(keys, member, lo, hi)
-    while hi - lo > 1:
-        piv = quarter_pivots(lo, hi)
-        if SEARCH_INT32:
-            # per candidate, int32 compares only: pivots other than lane 0 (lo itself, no
-            # test: it holds) lie in (lo, hi], inside the int32 keys' range
-            piv32 = tl.maximum(piv, KEY_NAN).to(tl.int32)
-            above = member[:, None] & (keys[:, None] > piv32[None, :])
-        else:
-            above = member[:, None] & (keys[:, None].to(tl.int64) > piv[None, :])
-        if USE_MASS:
-            mass = base_mass + tl.sum(tl.where(above, w[:, None], 0.0), axis=0)
-            holds = mass >= mass_target
-        else:
-            count = base_count + tl.sum(above.to(tl.int32), axis=0)
-            holds = count >= k_target
-        holds = holds | (piv == lo)
-        lo, hi = narrow(piv, holds, lo, hi)
-        lo, hi = snap_interval(keys, member, lo, hi)
-        rounds += 1
+    if FUSED and not USE_MASS:
+        while hi - lo > 1:
+            lo, hi = count_round_snapped(keys, member, lo, hi, base_count, k_target)
+            rounds += 1
+    else:
+        while hi - lo > 1:
+            piv = quarter_pivots(lo, hi)
+            if SEARCH_INT32:
+                # per candidate, int32 compares only: pivots other than lane 0 (lo itself, no
+                # test: it holds) lie in (lo, hi], inside the int32 keys' range
+                piv32 = tl.maximum(piv, KEY_NAN).to(tl.int32)
+                above = member[:, None] & (keys[:, None] > piv32[None, :])
+            else:
+                above = member[:, None] & (keys[:, None].to(tl.int64) > piv[None, :])
+            if USE_MASS:
+                mass = base_mass + tl.sum(tl.where(above, w[:, None], 0.0), axis=0)
+                holds = mass >= mass_target
+            else:
+                count = base_count + tl.sum(above.to(tl.int32), axis=0)
+                holds = count >= k_target
+            holds = holds | (piv == lo)
+            lo, hi = narrow(piv, holds, lo, hi)
+            lo, hi = snap_interval(keys, member, lo, hi)
+            rounds += 1
     return hi.to(tl.int32), rounds
 
 
