@@ -1039,17 +1039,21 @@ if [[ $stage == s23d ]]; then  # twenty-second session, call 4: the search's and
   echo "bench exit $?"; tail -c 5000 "$OUT/bench_s23d.log"
   gpu_tests s23d "${TESTS_S:-150}" tests/test_triton_masks.py::test_gpu_small_batch_top_k_in_a_graph
 fi
-if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): the small-batch graph and top_k GPU tests at searchb=0x8 and flatb=1x0 (the search's 8 warps, measured 1-1.7 us faster, and its flat packing, not measured, at B <= 8: no GPU test yet), their profiles at B = 1 and 8, a bench A/B with oracle checks, then the GPU tests still owed (the one-launch bf16 test, determinism / batch invariance, top_k real vocab)
+if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): the small-batch graph and top_k GPU tests at searchb=0x8, flatb=1x0 (the search's 8 warps, measured 1-1.7 us faster, and its flat packing, not measured, at B <= 8: no GPU test yet) and QRITA_SEARCH_FUSED=1 (one reduction per top-k pivot round), their profiles at B = 1 and 8, a bench A/B with oracle checks, then the GPU tests still owed (the one-launch bf16 test, determinism / batch invariance, top_k real vocab)
   m=tests/test_triton_masks.py t=tests/test_triton_top_k.py
-  QRITA_LAUNCH_TABLE=searchb=0x8,flatb=1x0 gpu_tests s24a_small "${SMALL_S:-150}" \
+  QRITA_SEARCH_FUSED=1 QRITA_LAUNCH_TABLE=searchb=0x8,flatb=1x0 gpu_tests s24a_small "${SMALL_S:-150}" \
     "$m::test_gpu_small_batch_top_k_in_a_graph" "$t::test_gpu_top_k_cuda_graph" \
     "$t::test_gpu_top_k_batches_deterministic_invariant"
   for table in default searchb=0x8 flatb=1x0 searchb=0x8,flatb=1x0; do
     PROF_BATCH=1,8 KNOB_S="${PROF_S:-50}" prof "$(echo $table | tr '=,' '__')" \
       topk50,k50,topk100_topp0.9 zipf QRITA_ONE_LAUNCH=0 QRITA_LAUNCH_TABLE=$table
   done
+  PROF_BATCH=1,8 KNOB_S="${PROF_S:-50}" prof fused_default topk50,k50,topk100_topp0.9 zipf \
+    QRITA_ONE_LAUNCH=0 QRITA_SEARCH_FUSED=1
+  PROF_BATCH=1,8 KNOB_S="${PROF_S:-50}" prof fused_searchb_flatb topk50,k50,topk100_topp0.9 zipf \
+    QRITA_ONE_LAUNCH=0 QRITA_SEARCH_FUSED=1 QRITA_LAUNCH_TABLE=searchb=0x8,flatb=1x0
   bench_ab masks topk50,topk100_topp0.9 "${AB_S:-45}" 1,8 QRITA_LAUNCH_TABLE=default \
-    QRITA_LAUNCH_TABLE=searchb=0x8,flatb=1x0
+    "QRITA_SEARCH_FUSED=1 QRITA_LAUNCH_TABLE=searchb=0x8,flatb=1x0"
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
@@ -1058,6 +1062,7 @@ if [[ $stage == s24b ]]; then  # next session, call 2 (written without a GPU): p
     KNOB_S="${PROF_S:-70}" prof "$(echo $table | tr '=,' '__')" topk50,k50,topk1000,k1000,topp0.9 \
       zipf QRITA_LAUNCH_TABLE=$table
   done
+  KNOB_S="${PROF_S:-70}" prof fused topk50,k50,topk1000,k1000 zipf QRITA_SEARCH_FUSED=1
   PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-70}" prof bf16_default topk50,k50 zipf QRITA_LAUNCH_TABLE=
   bench_ab top_k k50,k1000 "${AB_S:-50}" 1024 QRITA_LAUNCH_TABLE=default QRITA_LAUNCH_TABLE=sparse=0x0
   bench_ab masks topk50,topk1000 "${AB_S:-50}" 1024 QRITA_LAUNCH_TABLE=default \
