@@ -105,7 +105,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     ``candsmallkp=0x0``: not for top-k + top-p with a scalar k; ``sparsesmall=8x0``: up to 8
     candidates of a tile one by one, as elsewhere (default 0: prefix sums only); the tile may
     exceed ``block``, up to the segment; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
-    search's dense stage and the cutoff kernel at those batches; ``flatb=1x0``: the dense
+    search's dense stage and the cutoff kernel at those batches, top-k alone (default 0x8 /
+    0x0; ``searchb=0x0``: the usual warps); ``flatb=1x0``: the dense
     search's packing by (DENSE, S) tensors there), pass A's one-by-one append
     limit (``sparse=Nx0``; ``sparselarge=Nx0`` for calls with the top-k retry), or
     the small-k search's slots per row (``capsmall=2048x0``; ``0x0``: the usual)."""
@@ -315,10 +316,15 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # ``sparsesmall=Nx0``: that pass A's ``sparse`` (-1: ``sparse``)
         sparse_small = _table_override("sparsesmall", (0, 0))[0]
         # ``searchb=0xW`` / ``cutoffb=0xW``: the search's and the cutoff kernel's warps at
-        # those batches (not measured: 0, as at any batch)
-        warps_search_small_batch = _table_override("searchb", (0, 0))[1]
+        # those batches, top-k alone (0: as at any batch). The search at 8 warps (4 at larger
+        # batches for the small-k search): H200, V = 131072 fp32 zipf, graph replay, us, masks
+        # topk50 B = 1 28.6 -> 27.1 (search kernel 8.8 -> 7.7), top_k k50 B = 1 30.3 -> 28.7;
+        # 2 warps slower (39.9); the cutoff's warps change nothing (BENCHMARKS.md twenty-second
+        # and twenty-third sessions)
+        warps_search_small_batch = _table_override("searchb", (0, 8))[1]
         warps_cutoff_small_batch = _table_override("cutoffb", (0, 0))[1]
-        # ``flatb=1x0``: the flat packing at those batches (not measured: off)
+        # ``flatb=1x0``: the flat packing at those batches. Off: the search kernel at B = 1
+        # 8.8 -> 9.3 us, at 8 warps 7.7 -> 9.0 (BENCHMARKS.md twenty-third session)
         flat_search_small_batch = _table_override("flatb", (0, 0))[0] == 1
         # the small-k search's slots per row (``capsmall=0x0``: the usual 4096). H200, V = 131072
         # fp32 zipf, graph replay, us, 4096 -> 2048 slots: masks topk50 B = 1 49.2 -> 33.7,
