@@ -1065,5 +1065,6 @@ if [[ $stage == s24b ]]; then  # call 2: GPU tests at the new default (the searc
     KNOB_S="${PROF_S:-55}" prof "$(echo $table | tr '=,' '__')" topk50,k50,topk1000,k1000,topp0.9 \
       zipf QRITA_LAUNCH_TABLE=$table
   done
+  KNOB_S="${FUSED_S:-45}" prof fused k50,k1000 zipf QRITA_SEARCH_FUSED=1
   bench_ab top_k k50,k1000 "${AB_S:-45}" 1024 QRITA_LAUNCH_TABLE=default QRITA_LAUNCH_TABLE=sparse=0x0
 fi
