@@ -1057,14 +1057,17 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s24b ]]; then  # call 2: GPU tests at the new default (the search's 8 warps at B <= 8, top-k alone) and the owed masks determinism / batch invariance test; pass A's one-by-one append limit at B = 1024 (sparse 8, chosen before pass A went to one warp per program; k1000 keeps ~2 candidates per 128-entry tile), for every call and for large-k calls only: profiles, then a bench A/B with oracle checks
+if [[ $stage == s24b ]]; then  # call 2: GPU tests at the new default (the search's 8 warps at B <= 8, top-k alone) and the owed masks determinism / batch invariance test; pass A's one-by-one append limit at B = 1024 (sparse 8, chosen before pass A went to one warp per program; k1000 keeps ~2 candidates per 128-entry tile) profiled; then a bench A/B with oracle checks of that limit at 0 (B = 1024) together with the one-launch kernels' pass A in 2048-entry tiles by prefix sums (eager B <= 8: candone, sparseone)
   m=tests/test_triton_masks.py t=tests/test_triton_top_k.py
-  gpu_tests s24b "${TESTS_S:-200}" "$m::test_gpu_small_batch_top_k_in_a_graph" \
+  gpu_tests s24b "${TESTS_S:-170}" "$m::test_gpu_small_batch_top_k_in_a_graph" \
     "$t::test_gpu_top_k_cuda_graph" "$m::test_gpu_deterministic_and_batch_invariant"
-  for table in default sparse=0x0 sparselarge=0x0 ${S24B_EXTRA:-}; do
-    KNOB_S="${PROF_S:-55}" prof "$(echo $table | tr '=,' '__')" topk50,k50,topk1000,k1000,topp0.9 \
+  for table in default sparse=0x0 ${S24B_EXTRA:-}; do
+    KNOB_S="${PROF_S:-50}" prof "$(echo $table | tr '=,' '__')" topk50,k50,topk1000,k1000 \
       zipf QRITA_LAUNCH_TABLE=$table
   done
-  KNOB_S="${FUSED_S:-45}" prof fused k50,k1000 zipf QRITA_SEARCH_FUSED=1
-  bench_ab top_k k50,k1000 "${AB_S:-45}" 1024 QRITA_LAUNCH_TABLE=default QRITA_LAUNCH_TABLE=sparse=0x0
+  for op in masks top_k; do
+    scen=topk50,topk1000; [[ $op == top_k ]] && scen=k50,k1000
+    bench_ab $op $scen "${AB_S:-60}" 1,8,1024 QRITA_LAUNCH_TABLE=default \
+      QRITA_LAUNCH_TABLE=sparse=0x0,candone=2048x0,sparseone=0x0
+  done
 fi

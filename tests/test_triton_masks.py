@@ -693,6 +693,39 @@ def test_one_launch_topk_mask_is_exact(monkeypatch, count_calls, dtype):
     assert len(taken) == len(ONE_LAUNCH_FAMILIES) * 5 + 2
 
 
+def test_one_launch_pass_a_whole_segment_tile(monkeypatch):
+    """``candone`` / ``sparseone``: the one-launch kernels' pass A may take a tile up to the
+    whole segment and append by prefix sums only; the masks and top_k's selections (sorted and
+    in index order) are still the oracle's, and the kernels take that tile and limit."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.reference import oracle
+
+    table = launch_module.pipeline_config
+    V = 1001
+    usual = table(V, torch.float32)
+    whole_segment = usual.seg_len
+    assert whole_segment > usual.block_cand_one and usual.sparse > 0
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), block_cand_one=whole_segment,
+                                                 sparse_one=0))
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "1")
+    launches = _site_launches(monkeypatch, launch_module.one_launch_topk_mask_kernel,
+                              launch_module.one_launch_select_kernel)
+    rng = np.random.default_rng(43)
+    x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])[:8]
+    for k in (1, 50, V - 1, rng.integers(0, V + 1, size=8).astype(np.int64)):
+        run_and_check(x, "float32", k, None)
+    for sorted_ in (True, False):
+        values, indices = ops.top_k(_to_device(x, "float32"), 20, sorted=sorted_)
+        want = oracle.top_k(x, 20, sorted=sorted_)
+        np.testing.assert_array_equal(_host(indices), want.indices)
+        np.testing.assert_array_equal(_host(values), want.values)
+    assert len(launches) == 6
+    assert {(kw["BLOCK_CAND"], kw["SPARSE"]) for _, _, kw in launches} == {(whole_segment, 0)}
+
+
 # ------------------------------------------------------------------------------ GPU only
 GPU_VOCABS = [32000, 128256, 151936, 201088, 262144]
 

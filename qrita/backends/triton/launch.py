@@ -104,7 +104,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 2048x8, ``0x0``: off;
     ``candsmallkp=0x0``: not for top-k + top-p with a scalar k; ``sparsesmall=8x0``: up to 8
     candidates of a tile one by one, as elsewhere (default 0: prefix sums only); the tile may
-    exceed ``block``, up to the segment; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
+    exceed ``block``, up to the segment, as may ``candone=TILEx0``, the one-launch
+    kernels' pass A tile, with ``sparseone=Nx0`` their one-by-one append limit; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
     search's dense stage and the cutoff kernel at those batches, top-k alone (default 0x8 /
     0x0; ``searchb=0x0``: the usual warps); ``flatb=1x0``: the dense
     search's packing by (DENSE, S) tensors there), pass A's one-by-one append
@@ -149,6 +150,7 @@ class PipelineConfig:
     block_cand: int = 0  # tile of the candidate pass (0: ``block``)
     warps_cand: int = 0  # warps of the candidate pass (0: ``warps_stream``)
     block_cand_one: int = 0  # candidate tile of the one-launch kernels (0: ``block_cand``)
+    sparse_one: int = -1  # ``sparse`` of the one-launch kernels' pass A (-1: ``sparse``)
     sparse: int = 8  # a tile with at most this many candidates appends them one by one
     # ``sparse`` of pass A for calls with a large or per-row k (those with the top-k retry;
     # -1: ``sparse``): such rows keep ~1000+ candidates, ~2 per 128-entry tile
@@ -244,7 +246,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         band_percent = 75
         round_split = 1
         block_cand_small, warps_cand_small = 0, 0
-        sparse_small = sparse_large = -1
+        sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
         flat_search_small_batch = False
         cap_small = 128  # half the slots: CI runs the small-k search's own capacity
@@ -258,8 +260,12 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # no shared memory or barrier (tune_launch.py --stage cand_warps, BENCHMARKS.md eighth
         # section: B=1024 topk50 246 -> 164 us, topk1000 470 -> 214, topp0.9 365 -> 255, fp32)
         block_cand, warps_cand, sparse = 128, 1, 8
-        # the one-launch kernels run every step with warps_search warps: their tile stays 512
-        block_cand_one = 512
+        # the one-launch kernels run every step with warps_search warps: their tile stays 512.
+        # ``candone=TILEx0`` / ``sparseone=Nx0``: their pass A's tile and one-by-one append
+        # limit (not measured since the small-batch pipeline's pass A went 12.4 -> 7.6 us at
+        # B = 1 with 2048-entry tiles and prefix sums only: off)
+        block_cand_one = _table_override("candone", (512, 0))[0]
+        sparse_one = _table_override("sparseone", (-1, 0))[0]
         # (tune_launch.py --stage wide_warps, BENCHMARKS.md eighth section: fp32 topp0.9 B=1024
         # 698 -> 551 us at 128 x 1; bf16 256 x 1 720, 128 x 1 697, topp0.99 932 vs 977)
         block_wide, warps_wide = (128, 1) if dtype == torch.float32 else (256, 1)
@@ -356,7 +362,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           cap_seg=max(cap // nseg_p2, 16), sample=sample,
                           warps_stream=4, warps_search=warps_search, dense=dense,
                           block_cand=min(block_cand, block), warps_cand=warps_cand, sparse=sparse,
-                          block_cand_one=min(block_cand_one, block),
+                          block_cand_one=_tile_in_segment(block_cand_one, seg_len),
+                          sparse_one=sparse_one,
                           band_sample=band_sample, warps_band=warps_band or 4,
                           block_wide=min(block_wide, block),
                           warps_wide=warps_wide, sparse_wide=sparse_wide,
@@ -624,7 +631,8 @@ def _one_plan(cfg: PipelineConfig, k_array: bool | None) -> dict:
     ``k_array`` is None: the selection kernel takes a scalar k)."""
     return dict(SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample, BLOCK=cfg.block,
                 BLOCK_CAND=cfg.block_cand_one or cfg.block_cand or cfg.block, CAP_SEG=cfg.cap_seg,
-                NSEG_P2=cfg.nseg_p2, SPARSE=cfg.sparse, DENSE=min(cfg.dense, cfg.cap),
+                NSEG_P2=cfg.nseg_p2, SPARSE=cfg.sparse if cfg.sparse_one < 0 else cfg.sparse_one,
+                DENSE=min(cfg.dense, cfg.cap),
                 num_warps=cfg.warps_search, **({} if k_array is None else {"K_ARRAY": k_array}))
 
 
