@@ -260,12 +260,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # no shared memory or barrier (tune_launch.py --stage cand_warps, BENCHMARKS.md eighth
         # section: B=1024 topk50 246 -> 164 us, topk1000 470 -> 214, topp0.9 365 -> 255, fp32)
         block_cand, warps_cand, sparse = 128, 1, 8
-        # the one-launch kernels run every step with warps_search warps: their tile stays 512.
-        # ``candone=TILEx0`` / ``sparseone=Nx0``: their pass A's tile and one-by-one append
-        # limit (not measured since the small-batch pipeline's pass A went 12.4 -> 7.6 us at
-        # B = 1 with 2048-entry tiles and prefix sums only: off)
-        block_cand_one = _table_override("candone", (512, 0))[0]
-        sparse_one = _table_override("sparseone", (-1, 0))[0]
+        # the one-launch kernels (every step at warps_search warps): pass A in 2048-entry
+        # tiles, candidates appended by prefix sums only (``candone=TILEx0`` / ``sparseone=Nx0``;
+        # was 512 and the usual 8). H200, V = 131072 fp32 zipf, B = 1, kernel us: topk50 mask
+        # 35.3 -> 29.4, top_k k50 35.2 -> 28.9, topk1000 48.3 -> 37.8 (BENCHMARKS.md
+        # twenty-third session)
+        block_cand_one = _table_override("candone", (2048, 0))[0]
+        sparse_one = _table_override("sparseone", (0, 0))[0]
         # (tune_launch.py --stage wide_warps, BENCHMARKS.md eighth section: fp32 topp0.9 B=1024
         # 698 -> 551 us at 128 x 1; bf16 256 x 1 720, 128 x 1 697, topp0.99 932 vs 977)
         block_wide, warps_wide = (128, 1) if dtype == torch.float32 else (256, 1)
