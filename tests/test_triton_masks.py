@@ -726,6 +726,51 @@ def test_one_launch_pass_a_whole_segment_tile(monkeypatch):
     assert {(kw["BLOCK_CAND"], kw["SPARSE"]) for _, _, kw in launches} == {(whole_segment, 0)}
 
 
+def test_one_launch_kept_scratch(monkeypatch):
+    """``QRITA_ONE_LAUNCH_SCRATCH=keep``: calls on one stream share one scratch buffer, never
+    zeroed again. Every word but the arrival counters is filled with garbage before each call:
+    masks and selections are still the oracle's (no other word is read before it is written),
+    the counters are zero again after each call, and the buffer is reused (grown when a call
+    needs more)."""
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton.one_launch import COUNTER_WORDS
+    from qrita.reference import oracle
+
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "1")
+    monkeypatch.setenv("QRITA_ONE_LAUNCH_SCRATCH", "keep")
+    monkeypatch.setattr(launch_module, "_KEPT_SCRATCH", {})
+    counters = COUNTER_WORDS.value
+    rng = np.random.default_rng(47)
+    families = dict(generators._family_batches(1001, rng))
+    x_small = np.concatenate([families[name] for name in ("zipf", "tied_boundary", "nan",
+                                                          "grammar")])[:8]
+    x_wide = generators.zipf_logits(2, 4097, 1.1, rng)
+    calls = [("mask", x_small[:3], 50), ("top_k", x_small[:5], 20), ("mask", x_wide, 700),
+             ("mask", x_small, rng.integers(0, 1002, size=8).astype(np.int64)),
+             ("top_k", x_small, 1000), ("mask", x_small[:1], 1)]
+    buffers = []  # (data pointer, words) after each call
+    for op, x, k in calls:
+        for kept in launch_module._KEPT_SCRATCH.values():
+            garbage = torch.from_numpy(rng.integers(-2**31, 2**31 - 1, size=kept.numel(),
+                                                    dtype=np.int64).astype(np.int32))
+            kept[counters:] = garbage[counters:].to(kept.device)
+        if op == "mask":
+            run_and_check(x, "float32", k, None)
+        else:
+            values, indices = ops.top_k(_to_device(x, "float32"), k)
+            want = oracle.top_k(x, k)
+            np.testing.assert_array_equal(_host(indices), want.indices)
+            np.testing.assert_array_equal(_host(values), want.values)
+        assert len(launch_module._KEPT_SCRATCH) == 1
+        kept = next(iter(launch_module._KEPT_SCRATCH.values()))
+        assert not _host(kept[:counters]).any(), (op, k)
+        buffers.append((kept.data_ptr(), kept.numel()))
+    # a new buffer exactly when a call needed more words than the last one held
+    for (ptr_before, words_before), (ptr, words) in zip(buffers, buffers[1:]):
+        assert (ptr != ptr_before) == (words > words_before)
+    assert len({ptr for ptr, _ in buffers}) < len(calls)  # some calls reused a buffer
+
+
 # ------------------------------------------------------------------------------ GPU only
 GPU_VOCABS = [32000, 128256, 151936, 201088, 262144]
 

@@ -15,6 +15,7 @@ from qrita.backends.triton import fastlaunch, philox
 from qrita.backends.triton.fused_sample import fused_topk_sample_kernel, selection_sample_kernel
 from qrita.backends.triton.fused_topp import fused_topp_sample_kernel
 from qrita.backends.triton.one_launch import (
+    COUNTER_WORDS,
     SORT_MAX,
     one_launch_select_kernel,
     one_launch_topk_mask_kernel,
@@ -622,8 +623,33 @@ def one_launch(batch: int, x: torch.Tensor) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def one_launch_words(batch: int, cfg: PipelineConfig) -> int:
-    """int32 words of the one-launch kernels' zeroed scratch (``one_launch.scratch``)."""
-    return batch * (2 * cfg.cap + 14 * cfg.nseg + 22)
+    """int32 words of the one-launch kernels' scratch (``one_launch.scratch``)."""
+    return max(batch, COUNTER_WORDS.value) + batch * (2 * cfg.cap + 14 * cfg.nseg + 22)
+
+
+_KEPT_SCRATCH: dict = {}  # (device, stream) -> the one-launch scratch kept between calls
+
+
+def one_launch_scratch(batch: int, cfg: PipelineConfig, device: torch.device) -> torch.Tensor:
+    """The one-launch kernels' int32 scratch, its arrival counters zero.
+
+    ``QRITA_ONE_LAUNCH_SCRATCH=keep`` (not measured: off): one buffer per (device, stream), kept
+    between calls and grown when a call needs more, instead of a zeroed buffer per call (one
+    memset launch less per eager call). It needs no zeroing after its first: the kernels read
+    no word they have not written except the counters, which each row's last program sets back
+    to zero, and calls on one stream run in order. Batches above ``COUNTER_WORDS`` rows (whose
+    counters' place depends on B) always take a new zeroed buffer.
+    """
+    words = one_launch_words(batch, cfg)
+    if (batch > COUNTER_WORDS.value
+            or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "zero") != "keep"):
+        return torch.zeros(words, dtype=torch.int32, device=device)
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
+    key = (device, stream)
+    kept = _KEPT_SCRATCH.get(key)
+    if kept is None or kept.numel() < words:
+        kept = _KEPT_SCRATCH[key] = torch.zeros(words, dtype=torch.int32, device=device)
+    return kept[:words]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -639,11 +665,12 @@ def _one_plan(cfg: PipelineConfig, k_array: bool | None) -> dict:
 
 def _launch_topk_mask_one(x: torch.Tensor, out: torch.Tensor, k, fill: float,
                           cfg: PipelineConfig) -> torch.Tensor:
-    """Top-k mask of a small batch in one kernel launch (plus the zeroing of its scratch):
+    """Top-k mask of a small batch in one kernel launch (plus the zeroing of its scratch, unless
+    it is kept: :func:`one_launch_scratch`):
     :mod:`qrita.backends.triton.one_launch`."""
     batch, vocab = x.shape
     cfg = call_config(cfg, vocab, k, None)
-    ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
+    ws = one_launch_scratch(batch, cfg, x.device)
     k_array = isinstance(k, torch.Tensor)
     k_ptr, k_scalar = (k, 0) if k_array else (ws, int(k))
     site = _site_id(("topk_mask_one", cfg, k_array, *map(_SPEC, (
@@ -667,7 +694,7 @@ def launch_select_one(x: torch.Tensor, k: int, *, smallest: bool, sorted: bool,
     cfg = call_config(config or pipeline_config(vocab, x.dtype), vocab, k, None)
     sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
     sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
-    ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
+    ws = one_launch_scratch(batch, cfg, x.device)
     k_p2 = max(16, next_pow2(k)) if sorted else 16
     site = _site_id(("select_one", cfg, smallest, sorted, k_p2, *map(_SPEC, (
         x, vocab, x.stride(0), k, ws, sel_val, sel_idx))))
@@ -722,7 +749,7 @@ def launch_fused_sample(x: torch.Tensor, k: int, u: torch.Tensor, temperature, p
         return token, logp
     sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
     sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
-    ws = torch.zeros(one_launch_words(batch, cfg), dtype=torch.int32, device=x.device)
+    ws = one_launch_scratch(batch, cfg, x.device)
     launch_site(_site_id(("fused_topk_sample", cfg, *draw, *map(_SPEC, (vocab, ws, sel_val,
                                                                        sel_idx)))),
                 fused_topk_sample_kernel, (batch, cfg.nseg),

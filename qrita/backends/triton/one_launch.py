@@ -14,8 +14,9 @@ Top-k only (top-k's answer is exact whatever path a row takes, so a row's result
 on whether its batch took this launch); the mask out of place only (the fallback reads the row
 after the other programs have written their fill).
 
-Scratch: one int32 buffer (``ws_i_ptr``, and ``ws_f_ptr``, the same memory as float32), zero on
-entry, laid out by :func:`scratch` (host side: ``launch.one_launch_words``).
+Scratch: one int32 buffer (``ws_i_ptr``, and ``ws_f_ptr``, the same memory as float32), laid
+out by :func:`scratch` (host side: ``launch.one_launch_words``); its arrival counters are zero
+on entry and on exit.
 """
 
 import triton
@@ -31,26 +32,32 @@ from qrita.backends.triton.pipeline import (
 from qrita.backends.triton.primitives import rank_key
 
 SORT_MAX = 1024  # largest k the selection kernel sorts in registers (host-side limit)
+#: words of arrival counters at the start of the scratch (:func:`scratch`; at least B)
+COUNTER_WORDS = tl.constexpr(64)
 INT64_MIN: tl.constexpr = tl.constexpr(-(2**63))
 
 
 @triton.jit
 def scratch(ws_i_ptr, ws_f_ptr, B, nseg, CAP: tl.constexpr):
-    """The pipeline's scratch parts inside one zeroed int32 buffer of
-    B x (CAP x 2 + nseg x 14 + 22) words, in this order: candidate values (B x CAP, float32) and
-    indices (B x CAP), segment floats (B x S x 4) and ints (B x S x 8), ties / kept before each
-    segment (B x S x 2), row floats (B x 4), row ints (B x 16), cutoff keys (B), arrival
-    counters (B)."""
-    cand_val = ws_f_ptr
-    cand_idx = ws_i_ptr + B * CAP
-    small = 2 * B * CAP + 14 * B * nseg  # after the candidates and the per-segment parts
-    seg_f = ws_f_ptr + 2 * B * CAP
-    seg_i = ws_i_ptr + 2 * B * CAP + 4 * B * nseg
-    seg_before = ws_i_ptr + 2 * B * CAP + 12 * B * nseg
+    """The pipeline's scratch parts inside one int32 buffer of max(B, COUNTER_WORDS) +
+    B x (CAP x 2 + nseg x 14 + 22) words, in this order: the rows' arrival counters (zero on
+    entry; the first max(B, COUNTER_WORDS) words, so their place does not depend on B while B <=
+    COUNTER_WORDS), candidate values (B x CAP, float32) and indices (B x CAP), segment floats
+    (B x S x 4) and ints (B x S x 8), ties / kept before each segment (B x S x 2), row floats
+    (B x 4), row ints (B x 16), cutoff keys (B). Only the counters must be zero on entry (every
+    other word is written before it is read), and each row's last program sets its counter back
+    to zero, so a buffer may serve the next call on the same stream as it is."""
+    arrivals = ws_i_ptr
+    base = tl.maximum(B, COUNTER_WORDS)
+    cand_val = ws_f_ptr + base
+    cand_idx = ws_i_ptr + base + B * CAP
+    small = base + 2 * B * CAP + 14 * B * nseg  # after the candidates and the per-segment parts
+    seg_f = ws_f_ptr + base + 2 * B * CAP
+    seg_i = ws_i_ptr + base + 2 * B * CAP + 4 * B * nseg
+    seg_before = ws_i_ptr + base + 2 * B * CAP + 12 * B * nseg
     row_f = ws_f_ptr + small
     row_i = ws_i_ptr + small + 4 * B
     cutoff = ws_i_ptr + small + 20 * B
-    arrivals = ws_i_ptr + small + 21 * B
     return cutoff, cand_val, cand_idx, seg_f, seg_i, seg_before, row_f, row_i, arrivals
 
 
@@ -117,6 +124,7 @@ def one_launch_topk_mask_kernel(
         tl.store(row_o + offs, fill_block, mask=offs < V)
     # candidates, statistics and fill are written before the row's counter moves
     if arrive_last(arrivals_ptr, row, nseg):
+        tl.store(arrivals_ptr + row, 0)  # every program has arrived: zero for the next call
         tl.debug_barrier()
         threshold_kernel(x_ptr, k_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
                          V, stride_x, stride_out, k_scalar, 0.0, fill, nseg,
@@ -182,6 +190,7 @@ def select_rows(
                               NSEG_P2, SPARSE)
     is_last = arrive_last(arrivals_ptr, row, nseg)
     if is_last:
+        tl.store(arrivals_ptr + row, 0)  # every program has arrived: zero for the next call
         tl.debug_barrier()
         # mode 2 rows: the full-row fallback writes the selection (index order) itself
         threshold_kernel(x_ptr, x_ptr, x_ptr, cand_val_ptr, cand_idx_ptr, seg_f_ptr, seg_i_ptr,
