@@ -421,49 +421,6 @@ def test_small_batch_pass_a_whole_segment_tile(monkeypatch):
     assert small_warps not in {kw["num_warps"] for kw in seen(launch_module.cutoff_kernel)}
 
 
-@pytest.mark.parametrize("V", [1001, 4099])
-def test_flat_dense_packing_at_small_batches(monkeypatch, V):
-    """``flatb``: at small batches the per-row search may pack the candidates and count each
-    segment's ties / kept entries by (DENSE, S) tensors instead of loops over the segments.
-    The masks (top-k, top-k + top-p, per-row k) and top_k's selections are the oracle's, every
-    row bit for bit the same as the loop form's, and only small batches take it."""
-    from dataclasses import replace
-
-    from qrita.backends.triton import launch as launch_module
-    from qrita.reference import oracle
-
-    table = launch_module.pipeline_config
-    usual = table(V, torch.float32)
-    assert usual.nseg > 2  # several segments to pack
-    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")
-    launches = _site_launches(monkeypatch, launch_module.threshold_kernel)
-    rng = np.random.default_rng(V)
-    rows = 5 if V < 2000 else 3
-    x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])
-    x = x[rng.permutation(x.shape[0])[:rows]]
-    settings = [(1, None), (7, None), (50, None), (V - 1, None), (7, 0.9), (50, 0.5),
-                (np.arange(1, rows + 1, dtype=np.int64) * 9, None)]
-    loop_form = [run_and_check(x, "float32", k, p) for k, p in settings]
-    monkeypatch.setattr(launch_module, "pipeline_config",
-                        lambda V, dtype: replace(table(V, dtype), flat_search_small_batch=True,
-                                                 block_cand_small=usual.block_cand,
-                                                 warps_cand_small=2, cand_small_kp=True))
-    launches.clear()
-    for (k, p), before in zip(settings, loop_form, strict=True):
-        flat = run_and_check(x, "float32", k, p)
-        assert torch.equal(flat.view(torch.int32), before.view(torch.int32)), (k, p)
-    values, indices = ops.top_k(_to_device(x, "float32"), 20)
-    want = oracle.top_k(x, 20)
-    np.testing.assert_array_equal(_host(indices), want.indices)
-    np.testing.assert_array_equal(_host(values), want.values)
-    flat_flags = {kw["FLAT"] for _, grid, kw in launches}
-    assert flat_flags == {True}, flat_flags  # every call here is a small batch
-    launches.clear()
-    monkeypatch.setattr(launch_module, "SMALL_BATCH_ROWS", rows - 1)
-    run_and_check(x, "float32", 7, None)  # above SMALL_BATCH_ROWS: the loops
-    assert launches and {kw["FLAT"] for _, _, kw in launches} == {False}
-
-
 def test_small_batch_pass_a_tile_with_top_p_is_batch_invariant(monkeypatch):
     """``candsmallkp``: top-k + top-p with a scalar k in (0, V) at small batches may run pass A
     with ``candsmall``'s tile too (its rows sum no masses in pass A; +inf rows only count).

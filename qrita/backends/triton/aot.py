@@ -112,29 +112,24 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         stages = (1, 2) if flags["HAS_K"] and flags["HAS_P"] else (0,)
         if dtype != ALL_VARIANTS_DTYPE:  # the first stage never loads x: dtype-neutral code
             stages = tuple(stage for stage in stages if stage != 1)
-        # with top-k alone (first pass, the all-variants dtype): also the small batches' flat
-        # packing (the launch table's ``flatb``)
-        flats = ((False, True) if flags["HAS_K"] and not flags["HAS_P"] and not again
-                 and dtype == ALL_VARIANTS_DTYPE else (False,))
         for stage in stages:
-            for flat in flats:
-                name = f"threshold_{again}_{stage}" + ("_flat" if flat else "")
-                out[name] = _compile(pipeline.threshold_kernel, {
-                    "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32",
-                    "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32",
-                    "seg_i_ptr": "*i32", "V": "i32", "stride_x": "i64", "stride_out": "i64",
-                    "k_scalar": "i64", "p_scalar": "fp32", "fill": "fp32", "nseg": "i32",
-                    "out_ptr": f"*{ty}", "sel_val_ptr": f"*{ty}", "sel_idx_ptr": "*i64",
-                    "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "seg_before_ptr": "*i32",
-                    "cutoff_ptr": "*i32"},
-                    dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"],
-                         WIDE=flags["HAS_P"] and not flags["SELECT"], BLOCK=block,
-                         CAP_SEG=cap_seg, NSEG_P2=nseg_p2, DENSE=1024, SAMPLE=sample,
-                         RETRY=flags["HAS_K"] and not again, ONLY_RETRY=again, STAGE=stage,
-                         FLAT=flat),
-                    target, 8)
-    one = dict(SAMPLE=sample, OVERSAMPLE=4.0, BLOCK=block, BLOCK_CAND=1024, CAP_SEG=cap_seg,
-               NSEG_P2=nseg_p2, SPARSE=8, DENSE=1024)
+            out[f"threshold_{again}_{stage}"] = _compile(pipeline.threshold_kernel, {
+                "x_ptr": f"*{ty}", "k_ptr": "*i64", "p_ptr": "*fp32", "cand_val_ptr": "*fp32",
+                "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32",
+                "stride_x": "i64", "stride_out": "i64", "k_scalar": "i64", "p_scalar": "fp32",
+                "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}",
+                "sel_val_ptr": f"*{ty}",
+                "sel_idx_ptr": "*i64", "row_i_ptr": "*i32", "row_f_ptr": "*fp32",
+                "seg_before_ptr": "*i32", "cutoff_ptr": "*i32"},
+                dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"],
+                     WIDE=flags["HAS_P"] and not flags["SELECT"], BLOCK=block, CAP_SEG=cap_seg,
+                     NSEG_P2=nseg_p2, DENSE=1024, SAMPLE=sample,
+                     RETRY=flags["HAS_K"] and not again, ONLY_RETRY=again, STAGE=stage),
+                target, 8)
+    # the one-launch kernels' pass A as the launch table runs it on a GPU (``candone``,
+    # ``sparseone``: 2048-entry tiles, prefix sums only)
+    one = dict(SAMPLE=sample, OVERSAMPLE=4.0, BLOCK=block, BLOCK_CAND=2048, CAP_SEG=cap_seg,
+               NSEG_P2=nseg_p2, SPARSE=0, DENSE=1024)
     if flags["HAS_K"] and not flags["HAS_P"] and not flags["SELECT"]:
         out["one_launch"] = _compile(one_launch.one_launch_topk_mask_kernel, {
             "x_ptr": f"*{ty}", "k_ptr": "*i64", "V": "i32", "stride_x": "i64",

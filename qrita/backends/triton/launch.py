@@ -105,13 +105,13 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 2048x8, ``0x0``: off;
     ``candsmallkp=0x0``: not for top-k + top-p with a scalar k; ``sparsesmall=8x0``: up to 8
     candidates of a tile one by one, as elsewhere (default 0: prefix sums only); the tile may
-    exceed ``block``, up to the segment, as may ``candone=TILEx0``, the one-launch
-    kernels' pass A tile, with ``sparseone=Nx0`` their one-by-one append limit; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
+    exceed ``block``, up to the segment; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
     search's dense stage and the cutoff kernel at those batches, top-k alone (default 0x8 /
-    0x0; ``searchb=0x0``: the usual warps); ``flatb=1x0``: the dense
-    search's packing by (DENSE, S) tensors there), pass A's one-by-one append
-    limit (``sparse=Nx0``; ``sparselarge=Nx0`` for calls with the top-k retry), or
-    the small-k search's slots per row (``capsmall=2048x0``; ``0x0``: the usual)."""
+    0x0; ``searchb=0x0``: the usual warps)), pass A's one-by-one append limit (``sparse=Nx0``;
+    ``sparselarge=Nx0`` for calls with the top-k retry), the one-launch kernels' pass A tile and
+    append limit (``candone=TILEx0``, default 2048, up to the segment; ``sparseone=Nx0``,
+    default 0: prefix sums only), or the small-k search's slots per row (``capsmall=2048x0``;
+    ``0x0``: the usual)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -134,10 +134,9 @@ def next_pow2(n: int) -> int:
 @dataclass(frozen=True)
 class PipelineConfig:
     """Launch parameters. They depend on V and dtype only (never on B, so a row's answer does not
-    depend on its batch) and change speed, never the answer. (The ``*_small`` pass A fields,
-    ``flat_search_small_batch`` and the ``*_small_batch`` warps apply by batch size: pass A to
-    rows with top-k on, which sum no floats there; the flat packing to integers only; the warps
-    to top-k alone.)"""
+    depend on its batch) and change speed, never the answer. (The ``*_small`` pass A fields and
+    the ``*_small_batch`` warps apply by batch size: pass A to rows with top-k on, which sum no
+    floats there; the warps to top-k alone.)"""
 
     block: int  # streaming tile of the segment passes
     seg_len: int  # entries per segment (a multiple of block)
@@ -189,9 +188,6 @@ class PipelineConfig:
     # the cutoff kernel (0: as at any batch), one program per row there, latency-bound
     warps_search_small_batch: int = 0
     warps_cutoff_small_batch: int = 0
-    # at those small batches: the dense search's packing and per-segment counts by (DENSE, S)
-    # tensors, one step each, instead of loops over the segments (integers only: any call)
-    flat_search_small_batch: bool = False
     # top-k alone with a scalar k that takes the small-k search (``small_k_search``): candidate
     # slots per row (0: ``cap``, the usual). Fewer slots: a smaller scratch and fewer slots for
     # the per-row search to hold. A segment that overflows sends its row to the exact fallback,
@@ -249,7 +245,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
-        flat_search_small_batch = False
         cap_small = 128  # half the slots: CI runs the small-k search's own capacity
         cand_small_kp = False
     else:
@@ -331,9 +326,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # and twenty-third sessions)
         warps_search_small_batch = _table_override("searchb", (0, 8))[1]
         warps_cutoff_small_batch = _table_override("cutoffb", (0, 0))[1]
-        # ``flatb=1x0``: the flat packing at those batches. Off: the search kernel at B = 1
-        # 8.8 -> 9.3 us, at 8 warps 7.7 -> 9.0 (BENCHMARKS.md twenty-third session)
-        flat_search_small_batch = _table_override("flatb", (0, 0))[0] == 1
         # the small-k search's slots per row (``capsmall=0x0``: the usual 4096). H200, V = 131072
         # fp32 zipf, graph replay, us, 4096 -> 2048 slots: masks topk50 B = 1 49.2 -> 33.7,
         # B = 8 42.6 -> 35.5, B = 64 70.1 -> 63.9, B = 1024 380.8 -> 367.0; top_k k50 B = 1
@@ -382,7 +374,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           sparse_small=sparse_small, sparse_large=sparse_large,
                           warps_search_small_batch=warps_search_small_batch,
                           warps_cutoff_small_batch=warps_cutoff_small_batch,
-                          flat_search_small_batch=flat_search_small_batch,
                           warps_cand_small=warps_cand_small,
                           cap_small=min(cap_small, cap) if cap_small > 0 else 0,
                           cand_small_kp=cand_small_kp)
@@ -461,7 +452,6 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                 flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block, **seg,
                 DENSE=min(dense, cfg.cap), SAMPLE=cfg.sample,
                 RETRY=retry and not again, ONLY_RETRY=again, STAGE=stage,
-                FLAT=small_batch and cfg.flat_search_small_batch,
                 num_warps=cfg.warps_search if stage == 2 else warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
     for band in (True, False):

@@ -398,44 +398,12 @@ def store_seg_before(seg_before_ptr, row64, nseg, seg_of, tie, kept):
 
 
 @triton.jit
-def flat_dense_slots(seg_i_ptr, row64, nseg, DENSE: tl.constexpr, NSEG_P2: tl.constexpr):
-    """:func:`dense_slots` by one (DENSE, NSEG_P2) comparison instead of a loop over the
-    segments (more work, one step: for batches too small to fill the GPU, where a program's
-    latency is the call's)."""
-    j = tl.arange(0, DENSE)
-    segs = tl.arange(0, NSEG_P2)
-    counts = tl.load(seg_i_ptr + (row64 * nseg + segs) * SEG_I, mask=segs < nseg - 1, other=0)
-    ends = tl.cumsum(counts, axis=0)  # end of segment s, for s < nseg - 1 (the last is open)
-    past = (j[:, None] >= ends[None, :]) & (segs < nseg - 1)[None, :]
-    seg_of = tl.sum(past.to(tl.int32), axis=1)
-    start = tl.max(tl.where(past, ends[None, :], 0), axis=1)
-    return seg_of, j - start
-
-
-@triton.jit
-def flat_store_seg_before(seg_before_ptr, row64, nseg, seg_of, tie, kept,
-                          NSEG_P2: tl.constexpr):
-    """:func:`store_seg_before` by one (DENSE, NSEG_P2) reduction instead of one per segment."""
-    both = tie.to(tl.int32) + kept.to(tl.int32) * 65536
-    segs = tl.arange(0, NSEG_P2)
-    before = tl.sum(tl.where(seg_of[:, None] < segs[None, :], both[:, None], 0), axis=0)
-    slot = seg_before_ptr + (row64 * nseg + segs) * 2
-    tl.store(slot + 0, before & 65535, mask=segs < nseg)
-    tl.store(slot + 1, before >> 16, mask=segs < nseg)
-
-
-@triton.jit
 def dense_boundary(cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, n_cand, row_max,
                    inf_mode, k, k_on, p, p_on, row_mass, V, zero_i, SMALLEST: tl.constexpr,
-                   CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
-                   FLAT: tl.constexpr = False):
+                   CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr):
     """:func:`row_boundary` on a row's n_cand <= DENSE candidates packed densely (segment order);
-    writes the ties and kept entries before each segment. FLAT: the packing and the per-segment
-    counts by (DENSE, NSEG_P2) tensors (:func:`flat_dense_slots`); the same integers."""
-    if FLAT:
-        seg_of, pos = flat_dense_slots(seg_i_ptr, row64, nseg, DENSE, NSEG_P2)
-    else:
-        seg_of, pos = dense_slots(seg_i_ptr, row64, nseg, DENSE)
+    writes the ties and kept entries before each segment."""
+    seg_of, pos = dense_slots(seg_i_ptr, row64, nseg, DENSE)
     member = tl.arange(0, DENSE) < n_cand
     cx = tl.load(cand_val_ptr + row64 * (NSEG_P2 * CAP_SEG) + seg_of * CAP_SEG + pos,
                  mask=member, other=0.0)
@@ -444,10 +412,7 @@ def dense_boundary(cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, n_cand,
                                      p, p_on, row_mass, V, zero_i)
     tie = member & (ckey == T)
     kept, n_ties = keep_decision(ckey, member, T, budget, zero_i)
-    if FLAT:
-        flat_store_seg_before(seg_before_ptr, row64, nseg, seg_of, tie, kept, NSEG_P2)
-    else:
-        store_seg_before(seg_before_ptr, row64, nseg, seg_of, tie, kept)
+    store_seg_before(seg_before_ptr, row64, nseg, seg_of, tie, kept)
     return T, budget, rounds
 
 
@@ -487,14 +452,9 @@ def threshold_kernel(
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
     SAMPLE: tl.constexpr, RETRY: tl.constexpr, ONLY_RETRY: tl.constexpr, STAGE: tl.constexpr,
-    FLAT: tl.constexpr = False,
 ):
     """Boundary key and tie budget of one row (steps 3-5), the retry's choice, or the full-row
     fallback (step 7).
-
-    FLAT: the dense search packs the candidates and counts each segment's ties / kept entries
-    by (DENSE, S) tensors, one step each, instead of loops over the segments (small batches:
-    :func:`flat_dense_slots`); the answer is the same.
 
     STAGE 0: all of it. STAGE 1 (the first of two launches): only rows whose candidates fit the
     DENSE lanes are searched; every other active row is left pending (mode 7). STAGE 2: only
@@ -533,7 +493,7 @@ def threshold_kernel(
                       out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                       cutoff_ptr, row, HAS_K, K_ARRAY, HAS_P, P_ARRAY, SMALLEST,
                       SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE, SAMPLE, RETRY,
-                      ONLY_RETRY, STAGE, FLAT)
+                      ONLY_RETRY, STAGE)
 
 
 @triton.jit
@@ -559,10 +519,9 @@ def threshold_row(
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
     SAMPLE: tl.constexpr, RETRY: tl.constexpr, RETRIED: tl.constexpr, STAGE: tl.constexpr,
-    FLAT: tl.constexpr = False,
 ):
-    """:func:`threshold_kernel`'s work for one row (RETRIED: the row's second pass A; STAGE,
-    FLAT: as there)."""
+    """:func:`threshold_kernel`'s work for one row (RETRIED: the row's second pass A; STAGE: as
+    there)."""
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
     zero_i = row * 0
     zero_f = zero_i.to(tl.float32)
@@ -589,7 +548,7 @@ def threshold_row(
                 T, budget, rounds = dense_boundary(
                     cand_val_ptr, seg_i_ptr, seg_before_ptr, row64, nseg, n_cand, row_max,
                     inf_mode, k, k_on, p, p_on, row_mass, V, zero_i, SMALLEST, CAP_SEG, NSEG_P2,
-                    DENSE, FLAT)
+                    DENSE)
         else:
             if STAGE == 1:
                 mode = zero_i + 7
