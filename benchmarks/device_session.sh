@@ -1057,11 +1057,12 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s25a ]]; then  # next session, call 1 (written without a GPU): the one-launch scratch kept between calls (QRITA_ONE_LAUNCH_SCRATCH=keep, one memset launch less per eager call at B <= 16): its GPU tests, then the host + device time per eager call both ways
-  QRITA_ONE_LAUNCH_SCRATCH=keep gpu_tests s25a_keep "${TESTS_S:-200}" \
+if [[ $stage == s25a ]]; then  # next session, call 1 (written without a GPU): the one-launch scratch's new layout (counters first, reset by each row's last program; on by default, not yet run on a GPU) and the scratch kept between calls (QRITA_ONE_LAUNCH_SCRATCH=keep, one memset launch less per eager call at B <= 16): its GPU tests, then the host + device time per eager call both ways
+  QRITA_ONE_LAUNCH_SCRATCH=keep gpu_tests s25a_keep "${TESTS_S:-260}" \
     "tests/test_triton_masks.py::test_gpu_one_launch_topk_mask[float32]" \
     "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[1]" \
-    "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[3]"
+    "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[3]" \
+    tests/test_triton_sampling.py::test_gpu_fused_samplers_reproducible_invariant_capturable
   for mode in zero keep; do
     for b in 1 8; do
       echo "== QRITA_ONE_LAUNCH_SCRATCH=$mode B=$b"
