@@ -520,8 +520,8 @@ def threshold_row(
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
     SAMPLE: tl.constexpr, RETRY: tl.constexpr, RETRIED: tl.constexpr, STAGE: tl.constexpr,
 ):
-    """:func:`threshold_kernel`'s work for one row (RETRIED: the row's second pass A; STAGE: as
-    there)."""
+    """:func:`threshold_kernel`'s work for one row (RETRIED: the row's second pass A; STAGE:
+    as there)."""
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
     zero_i = row * 0
     zero_f = zero_i.to(tl.float32)
