@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1057,6 +1057,19 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
+if [[ $stage == s25b ]]; then  # call 2: the GPU tests still owed (the scratch kept by default now), then pass A two tiles ahead (prefetch=2x0) and the cutoff kernel's warps at B = 1024
+  gpu_tests s25b "${TESTS_S:-230}" \
+    "tests/test_triton_sampling.py::test_gpu_fused_samplers_reproducible_invariant_capturable[1000-0.95-0.8]" \
+    "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[64]" \
+    "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[1024]" \
+    "tests/test_triton_top_k.py::test_gpu_top_k_real_vocab[201088-float16]" \
+    "tests/test_triton_top_k.py::test_gpu_top_k_real_vocab[262144-float32]" \
+    "tests/test_triton_masks.py::test_gpu_one_launch_topk_mask[float32]"
+  for table in default prefetch=2x0 cutoff=0x8 cutoff=0x2; do
+    KNOB_S="${PROF_S:-45}" prof "$(echo $table | tr '=,' '__')" topk50,k50,topk1000,k1000 zipf \
+      QRITA_LAUNCH_TABLE=$table
+  done
+fi
 if [[ $stage == s25a ]]; then  # next session, call 1 (written without a GPU): the one-launch scratch's new layout (counters first, reset by each row's last program; on by default, not yet run on a GPU) and the scratch kept between calls (QRITA_ONE_LAUNCH_SCRATCH=keep, one memset launch less per eager call at B <= 16): its GPU tests, then the host + device time per eager call both ways
   QRITA_ONE_LAUNCH_SCRATCH=keep gpu_tests s25a_keep "${TESTS_S:-260}" \
     "tests/test_triton_masks.py::test_gpu_one_launch_topk_mask[float32]" \
@@ -1071,6 +1084,7 @@ if [[ $stage == s25a ]]; then  # next session, call 1 (written without a GPU): t
         --only "public topk50 mask,public top_k k50,public sample k50" 2>&1 | grep -E "us/call"
     done
   done
+  gpu_tests s25a_vocab "${VOCAB_S:-140}" tests/test_triton_top_k.py::test_gpu_top_k_real_vocab
 fi
 if [[ $stage == s24d ]]; then  # call 4: the one-launch GPU tests at the new one-launch tile (2048, prefix sums), then its B = 8 profile
   gpu_tests s24d "${TESTS_S:-150}" "tests/test_triton_masks.py::test_gpu_one_launch_topk_mask[float32]" \

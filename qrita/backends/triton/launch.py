@@ -110,8 +110,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     0x0; ``searchb=0x0``: the usual warps)), pass A's one-by-one append limit (``sparse=Nx0``;
     ``sparselarge=Nx0`` for calls with the top-k retry), the one-launch kernels' pass A tile and
     append limit (``candone=TILEx0``, default 2048, up to the segment; ``sparseone=Nx0``,
-    default 0: prefix sums only), or the small-k search's slots per row (``capsmall=2048x0``;
-    ``0x0``: the usual)."""
+    default 0: prefix sums only), the small-k search's slots per row (``capsmall=2048x0``;
+    ``0x0``: the usual), or the tiles pass A loads ahead (``prefetch=2x0``; default 1)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -196,6 +196,9 @@ class PipelineConfig:
     # ``candsmall`` also for top-k + top-p with a scalar k in (0, V) (every row has top-k on, so
     # pass A sums no masses there either; only +inf counts): on for the GPU (measured)
     cand_small_kp: bool = False
+    # tiles pass A (``candidates_kernel``, the pipeline's) loads ahead of the one it processes
+    # (``prefetch=Nx0``, N in {1, 2}): bytes in flight per one-warp program
+    prefetch: int = 1
 
     def __post_init__(self):
         # hashed once: the per-call caches (_plan, small_k_search, ...) key on the config, and
@@ -338,6 +341,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # V = 131072 fp32 zipf topk100_topp0.9, graph replay, us: B = 1 55.8 -> 42.7, B = 8
         # 58.4 -> 43.9 (BENCHMARKS.md twenty-second session)
         cand_small_kp = _table_override("candsmallkp", (1, 0))[0] == 1
+    # ``prefetch=2x0``: pass A loads two tiles ahead (not measured yet: off)
+    prefetch = _table_override("prefetch", (1, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -376,7 +381,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           warps_cutoff_small_batch=warps_cutoff_small_batch,
                           warps_cand_small=warps_cand_small,
                           cap_small=min(cap_small, cap) if cap_small > 0 else 0,
-                          cand_small_kp=cand_small_kp)
+                          cand_small_kp=cand_small_kp, prefetch=min(max(prefetch, 1), 2))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -444,7 +449,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     for again in (False, True):
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=sparse_cand, ONLY_RETRY=again,
-                                           LEAN=cfg.lean_mass and has_p, num_warps=warps_cand)
+                                           LEAN=cfg.lean_mass and has_p, num_warps=warps_cand,
+                                           **({"PREFETCH": 2} if cfg.prefetch >= 2 else {}))
         for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search
             # warps whatever the dense packing's
@@ -623,16 +629,21 @@ _KEPT_SCRATCH: dict = {}  # (device, stream) -> the one-launch scratch kept betw
 def one_launch_scratch(batch: int, cfg: PipelineConfig, device: torch.device) -> torch.Tensor:
     """The one-launch kernels' int32 scratch, its arrival counters zero.
 
-    ``QRITA_ONE_LAUNCH_SCRATCH=keep`` (not measured: off): one buffer per (device, stream), kept
-    between calls and grown when a call needs more, instead of a zeroed buffer per call (one
-    memset launch less per eager call). It needs no zeroing after its first: the kernels read
-    no word they have not written except the counters, which each row's last program sets back
-    to zero, and calls on one stream run in order. Batches above ``COUNTER_WORDS`` rows (whose
-    counters' place depends on B) always take a new zeroed buffer.
+    By default (``QRITA_ONE_LAUNCH_SCRATCH=keep``) one buffer per (device, stream) is kept
+    between calls and grown when a call needs more, instead of a zeroed buffer per call: one
+    memset launch less per eager call (H200, host + device µs per call with a sync, B = 1 / 8:
+    ``top_k`` k50 115 -> 97 / 132 -> 127, ``sample(k=50)`` 174 -> 157 / 222 -> 213; the topk50
+    mask within noise, 92 -> 93 / 129 -> 127; BENCHMARKS.md twenty-fourth session). It needs no
+    zeroing after its first: the kernels read no word they have not written except the
+    counters, which each row's last program sets back to zero, and calls on one stream run in
+    order. ``zero`` takes a new zeroed buffer every call. So do batches above ``COUNTER_WORDS``
+    rows (whose counters' place depends on B) and calls made while a CUDA graph is captured
+    (a graph may be replayed on any stream, concurrently with other work: it owns its scratch).
     """
     words = one_launch_words(batch, cfg)
     if (batch > COUNTER_WORDS.value
-            or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "zero") != "keep"):
+            or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "keep") != "keep"
+            or (device.type == "cuda" and torch.cuda.is_current_stream_capturing())):
         return torch.zeros(words, dtype=torch.int32, device=device)
     stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
     key = (device, stream)
