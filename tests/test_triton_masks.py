@@ -287,36 +287,6 @@ def test_top_p_near_one_band_at_the_bottom_is_exact(monkeypatch):
     run_and_check(x, "bfloat16", None, 1 - 1e-7)
 
 
-def test_pass_a_two_tiles_ahead_is_exact(monkeypatch):
-    """Pass A loading two tiles ahead (``prefetch=2x0``) gives the oracle's masks and
-    selections on every generator family, at an odd V whose last segment ends inside a tile
-    (the second prefetch's mask) and with top-p's masses and the top-k retry; every pass A
-    launch took it. 32-entry tiles, so each segment spans 8 of them."""
-    from dataclasses import replace
-
-    from qrita.backends.triton import launch as launch_module
-    from qrita.reference import oracle
-
-    monkeypatch.setenv("QRITA_LAUNCH_TABLE", "prefetch=2x0")
-    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")
-    table = launch_module.pipeline_config
-    assert table(1001, torch.float32).prefetch == 2  # the knob
-    monkeypatch.setattr(launch_module, "pipeline_config",
-                        lambda V, dtype: replace(table(V, dtype), block_cand=32))
-    launches = _site_launches(monkeypatch, launch_module.candidates_kernel)
-    V = 1001
-    rng = np.random.default_rng(29)
-    x = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])[:12]
-    k_rows = np.resize(np.array([0, 1, 50, V, 7, 600], dtype=np.int64), x.shape[0])
-    for k, p in [(50, None), (None, 0.9), (k_rows, 0.8), (700, None)]:
-        run_and_check(x, "float32", k, p)
-    values, indices = ops.top_k(_to_device(x, "float32"), 300)
-    want = oracle.top_k(x, 300)
-    np.testing.assert_array_equal(_host(indices), want.indices)
-    np.testing.assert_array_equal(_host(values), want.values)
-    assert launches and all(kw.get("PREFETCH") == 2 for _, _, kw in launches)
-
-
 @pytest.mark.parametrize("lean", [True, False])
 def test_pass_a_masses_are_exact(monkeypatch, lean):
     """Pass A's masses relative to a fixed reference (the launch table's ``lean``, the default:

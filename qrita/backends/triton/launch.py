@@ -110,8 +110,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     0x0; ``searchb=0x0``: the usual warps)), pass A's one-by-one append limit (``sparse=Nx0``;
     ``sparselarge=Nx0`` for calls with the top-k retry), the one-launch kernels' pass A tile and
     append limit (``candone=TILEx0``, default 2048, up to the segment; ``sparseone=Nx0``,
-    default 0: prefix sums only), the small-k search's slots per row (``capsmall=2048x0``;
-    ``0x0``: the usual), or the tiles pass A loads ahead (``prefetch=2x0``; default 1)."""
+    default 0: prefix sums only), or the small-k search's slots per row (``capsmall=2048x0``;
+    ``0x0``: the usual)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -196,9 +196,6 @@ class PipelineConfig:
     # ``candsmall`` also for top-k + top-p with a scalar k in (0, V) (every row has top-k on, so
     # pass A sums no masses there either; only +inf counts): on for the GPU (measured)
     cand_small_kp: bool = False
-    # tiles pass A (``candidates_kernel``, the pipeline's) loads ahead of the one it processes
-    # (``prefetch=Nx0``, N in {1, 2}): bytes in flight per one-warp program
-    prefetch: int = 1
 
     def __post_init__(self):
         # hashed once: the per-call caches (_plan, small_k_search, ...) key on the config, and
@@ -341,8 +338,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # V = 131072 fp32 zipf topk100_topp0.9, graph replay, us: B = 1 55.8 -> 42.7, B = 8
         # 58.4 -> 43.9 (BENCHMARKS.md twenty-second session)
         cand_small_kp = _table_override("candsmallkp", (1, 0))[0] == 1
-    # ``prefetch=2x0``: pass A loads two tiles ahead (not measured yet: off)
-    prefetch = _table_override("prefetch", (1, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
@@ -381,7 +376,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           warps_cutoff_small_batch=warps_cutoff_small_batch,
                           warps_cand_small=warps_cand_small,
                           cap_small=min(cap_small, cap) if cap_small > 0 else 0,
-                          cand_small_kp=cand_small_kp, prefetch=min(max(prefetch, 1), 2))
+                          cand_small_kp=cand_small_kp)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -449,8 +444,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     for again in (False, True):
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=sparse_cand, ONLY_RETRY=again,
-                                           LEAN=cfg.lean_mass and has_p, num_warps=warps_cand,
-                                           **({"PREFETCH": 2} if cfg.prefetch >= 2 else {}))
+                                           LEAN=cfg.lean_mass and has_p, num_warps=warps_cand)
         for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search
             # warps whatever the dense packing's

@@ -159,12 +159,8 @@ def candidates_kernel(
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
     SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr, LEAN: tl.constexpr = False,
-    PREFETCH: tl.constexpr = 1,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
-
-    PREFETCH (1 or 2): tiles loaded ahead of the one processed (bytes in flight per program;
-    only speed depends on it).
 
     LEAN (with HAS_P; the default, ``lean=0x0`` turns it off): the masses are summed relative
     to a fixed reference, the first tile's largest finite entry (0 when it has none), with no
@@ -224,10 +220,6 @@ def candidates_kernel(
         lane_inf = tl.zeros([BLOCK], tl.int32)  # +inf entries, + 65536 x +inf candidates
         lanes = tl.arange(0, BLOCK)
         x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
-        if PREFETCH >= 2:
-            second = seg_start + BLOCK + lanes
-            x_next2 = tl.load(row_x + second, mask=(second < V) & (second < seg_start + seg_len),
-                              other=0.0)
         ref = zero_i.to(tl.float32)
         if HAS_P and LEAN:
             first = x_next.to(tl.float32)
@@ -238,17 +230,10 @@ def candidates_kernel(
             offs = seg_start + off + lanes
             valid = offs < V
             x = x_next.to(tl.float32)
-            # prefetch the next tile(s) while this one is processed
-            if PREFETCH >= 2:
-                x_next = x_next2
-                ahead = offs + 2 * BLOCK
-                x_next2 = tl.load(row_x + ahead,
-                                  mask=(ahead < V) & (ahead < seg_start + seg_len), other=0.0)
-            else:
-                next_offs = offs + BLOCK
-                x_next = tl.load(row_x + next_offs,
-                                 mask=(next_offs < V) & (next_offs < seg_start + seg_len),
-                                 other=0.0)
+            # prefetch the next tile while this one is processed
+            next_offs = offs + BLOCK
+            x_next = tl.load(row_x + next_offs,
+                             mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
             if SMALLEST:
                 is_cand = valid & (x <= bound)
                 lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), -x, -float("inf")))
