@@ -623,20 +623,22 @@ _KEPT_SCRATCH: dict = {}  # (device, stream) -> the one-launch scratch kept betw
 def one_launch_scratch(batch: int, cfg: PipelineConfig, device: torch.device) -> torch.Tensor:
     """The one-launch kernels' int32 scratch, its arrival counters zero.
 
-    By default (``QRITA_ONE_LAUNCH_SCRATCH=keep``) one buffer per (device, stream) is kept
-    between calls and grown when a call needs more, instead of a zeroed buffer per call: one
-    memset launch less per eager call (H200, host + device µs per call with a sync, B = 1 / 8:
-    ``top_k`` k50 115 -> 97 / 132 -> 127, ``sample(k=50)`` 174 -> 157 / 222 -> 213; the topk50
-    mask within noise, 92 -> 93 / 129 -> 127; BENCHMARKS.md twenty-fourth session). It needs no
-    zeroing after its first: the kernels read no word they have not written except the
-    counters, which each row's last program sets back to zero, and calls on one stream run in
-    order. ``zero`` takes a new zeroed buffer every call. So do batches above ``COUNTER_WORDS``
-    rows (whose counters' place depends on B) and calls made while a CUDA graph is captured
-    (a graph may be replayed on any stream, concurrently with other work: it owns its scratch).
+    ``QRITA_ONE_LAUNCH_SCRATCH=keep`` (off: measured both ways, undecided): one buffer per
+    (device, stream) is kept between calls and grown when a call needs more, instead of a new
+    zeroed buffer per call (``zero``, the default): one memset launch less per eager call. On
+    the H200's host, host + device µs per call with a sync favoured ``keep`` (``top_k`` k50
+    B = 1 115 -> 97), but the eager bench, each setting in its own process, favoured ``zero``
+    (``top_k`` k50 B = 1 69 vs 163; BENCHMARKS.md twenty-fourth session); this host varies 2x
+    between processes, so ``benchmarks/scratch_ab.py`` compares them inside one process. It
+    needs no zeroing after its first: the kernels read no word they have not written except
+    the counters, which each row's last program sets back to zero, and calls on one stream run
+    in order. Batches above ``COUNTER_WORDS`` rows (whose counters' place depends on B) and
+    calls made while a CUDA graph is captured (a graph may be replayed on any stream,
+    concurrently with other work: it owns its scratch) always take a new zeroed buffer.
     """
     words = one_launch_words(batch, cfg)
     if (batch > COUNTER_WORDS.value
-            or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "keep") != "keep"
+            or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "zero") != "keep"
             or (device.type == "cuda" and torch.cuda.is_current_stream_capturing())):
         return torch.zeros(words, dtype=torch.int32, device=device)
     stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
