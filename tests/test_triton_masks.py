@@ -692,6 +692,7 @@ def test_one_launch_zeroed_scratch(monkeypatch):
     monkeypatch.setenv("QRITA_ONE_LAUNCH", "1")
     monkeypatch.setenv("QRITA_ONE_LAUNCH_SCRATCH", "zero")
     monkeypatch.setattr(launch_module, "_KEPT_SCRATCH", {})
+    monkeypatch.setattr(launch_module, "_KEPT_VIEWS", {})
     rng = np.random.default_rng(48)
     x = generators.zipf_logits(3, 1001, 1.1, rng)
     run_and_check(x, "float32", 40, None)
@@ -699,7 +700,7 @@ def test_one_launch_zeroed_scratch(monkeypatch):
     want = oracle.top_k(x, 7)
     np.testing.assert_array_equal(_host(indices), want.indices)
     np.testing.assert_array_equal(_host(values), want.values)
-    assert launch_module._KEPT_SCRATCH == {}
+    assert launch_module._KEPT_SCRATCH == {} and launch_module._KEPT_VIEWS == {}
 
 
 def test_one_launch_kept_scratch(monkeypatch):
@@ -707,7 +708,7 @@ def test_one_launch_kept_scratch(monkeypatch):
     zeroed again. Every word but the arrival counters is filled with garbage before each call:
     masks and selections are still the oracle's (no other word is read before it is written),
     the counters are zero again after each call, and the buffer is reused (grown when a call
-    needs more)."""
+    needs more); each size's view of it is kept too (the last call repeats the first)."""
     from qrita.backends.triton import launch as launch_module
     from qrita.backends.triton.one_launch import COUNTER_WORDS
     from qrita.reference import oracle
@@ -715,6 +716,7 @@ def test_one_launch_kept_scratch(monkeypatch):
     monkeypatch.setenv("QRITA_ONE_LAUNCH", "1")
     monkeypatch.setenv("QRITA_ONE_LAUNCH_SCRATCH", "keep")
     monkeypatch.setattr(launch_module, "_KEPT_SCRATCH", {})
+    monkeypatch.setattr(launch_module, "_KEPT_VIEWS", {})
     counters = COUNTER_WORDS.value
     rng = np.random.default_rng(47)
     families = dict(generators._family_batches(1001, rng))
@@ -723,7 +725,7 @@ def test_one_launch_kept_scratch(monkeypatch):
     x_wide = generators.zipf_logits(2, 4097, 1.1, rng)
     calls = [("mask", x_small[:3], 50), ("top_k", x_small[:5], 20), ("mask", x_wide, 700),
              ("mask", x_small, rng.integers(0, 1002, size=8).astype(np.int64)),
-             ("top_k", x_small, 1000), ("mask", x_small[:1], 1)]
+             ("top_k", x_small, 1000), ("mask", x_small[:1], 1), ("mask", x_small[:3], 50)]
     buffers = []  # (data pointer, words) after each call
     for op, x, k in calls:
         for kept in launch_module._KEPT_SCRATCH.values():
@@ -741,6 +743,9 @@ def test_one_launch_kept_scratch(monkeypatch):
         kept = next(iter(launch_module._KEPT_SCRATCH.values()))
         assert not _host(kept[:counters]).any(), (op, k)
         buffers.append((kept.data_ptr(), kept.numel()))
+        # the kept views are of this buffer only (those of a replaced one are dropped)
+        assert launch_module._KEPT_VIEWS
+        assert all(v.data_ptr() == kept.data_ptr() for v in launch_module._KEPT_VIEWS.values())
     # a new buffer exactly when a call needed more words than the last one held
     for (ptr_before, words_before), (ptr, words) in zip(buffers, buffers[1:]):
         assert (ptr != ptr_before) == (words > words_before)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
 import torch
+import triton
 
 from qrita.backends.triton import fastlaunch, philox
 from qrita.backends.triton.fused_sample import fused_topk_sample_kernel, selection_sample_kernel
@@ -617,23 +618,31 @@ def one_launch_words(batch: int, cfg: PipelineConfig) -> int:
     return max(batch, COUNTER_WORDS.value) + batch * (2 * cfg.cap + 14 * cfg.nseg + 22)
 
 
-_KEPT_SCRATCH: dict = {}  # (device, stream) -> the one-launch scratch kept between calls
+_KEPT_SCRATCH: dict = {}  # (device index, raw stream) -> the one-launch scratch kept between calls
+_KEPT_VIEWS: dict = {}  # (device index, raw stream, words) -> its first ``words`` words
+
+
+def _raw_stream(index: int) -> int:
+    """The current CUDA stream of device ``index`` as an integer handle: the call Triton's own
+    launches make (``driver.active.get_current_stream``), not ``torch.cuda.current_stream``,
+    which builds a Stream object (~5 µs of host time per call)."""
+    return triton.runtime.driver.active.get_current_stream(index)
 
 
 def one_launch_scratch(batch: int, cfg: PipelineConfig, device: torch.device) -> torch.Tensor:
     """The one-launch kernels' int32 scratch, its arrival counters zero.
 
-    ``QRITA_ONE_LAUNCH_SCRATCH=keep`` (off: measured both ways, undecided): one buffer per
+    ``QRITA_ONE_LAUNCH_SCRATCH=keep`` (off: not measured in this form): one buffer per
     (device, stream) is kept between calls and grown when a call needs more, instead of a new
-    zeroed buffer per call (``zero``, the default): one memset launch less per eager call. On
-    the H200's host, host + device µs per call with a sync favoured ``keep`` (``top_k`` k50
-    B = 1 115 -> 97), but the eager bench, each setting in its own process, favoured ``zero``
-    (``top_k`` k50 B = 1 69 vs 163; BENCHMARKS.md twenty-fourth session); this host varies 2x
-    between processes, so ``benchmarks/scratch_ab.py`` compares them inside one process. It
-    needs no zeroing after its first: the kernels read no word they have not written except
-    the counters, which each row's last program sets back to zero, and calls on one stream run
-    in order. Batches above ``COUNTER_WORDS`` rows (whose counters' place depends on B) and
-    calls made while a CUDA graph is captured (a graph may be replayed on any stream,
+    zeroed buffer per call (``zero``, the default), which costs a ``torch.zeros`` (~10 µs of
+    host time and a memset launch). A kept call's host work is a few dictionary lookups: the
+    stream is the raw handle and each size's view of the buffer is kept too. (Its first form,
+    which built a Stream object and sliced the buffer every call, cost as much host time as the
+    zeroing: ``one_launch_scratch`` 20 µs per call under cProfile; BENCHMARKS.md twenty-fourth
+    session.) It needs no zeroing after its first: the kernels read no word they have not
+    written except the counters, which each row's last program sets back to zero, and calls on
+    one stream run in order. Batches above ``COUNTER_WORDS`` rows (whose counters' place depends
+    on B) and calls made while a CUDA graph is captured (a graph may be replayed on any stream,
     concurrently with other work: it owns its scratch) always take a new zeroed buffer.
     """
     words = one_launch_words(batch, cfg)
@@ -641,12 +650,17 @@ def one_launch_scratch(batch: int, cfg: PipelineConfig, device: torch.device) ->
             or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "zero") != "keep"
             or (device.type == "cuda" and torch.cuda.is_current_stream_capturing())):
         return torch.zeros(words, dtype=torch.int32, device=device)
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None
-    key = (device, stream)
-    kept = _KEPT_SCRATCH.get(key)
+    place = (device.index, _raw_stream(device.index)) if device.type == "cuda" else (None, None)
+    view = _KEPT_VIEWS.get((*place, words))
+    if view is not None:
+        return view
+    kept = _KEPT_SCRATCH.get(place)
     if kept is None or kept.numel() < words:
-        kept = _KEPT_SCRATCH[key] = torch.zeros(words, dtype=torch.int32, device=device)
-    return kept[:words]
+        for key in [key for key in _KEPT_VIEWS if key[:2] == place]:
+            del _KEPT_VIEWS[key]  # views of the buffer this one replaces
+        kept = _KEPT_SCRATCH[place] = torch.zeros(words, dtype=torch.int32, device=device)
+    view = _KEPT_VIEWS[(*place, words)] = kept[:words]
+    return view
 
 
 @functools.lru_cache(maxsize=1024)
