@@ -1,7 +1,7 @@
 """Interleaved A/B of one environment knob in one process (not a test).
 
     python benchmarks/scratch_ab.py --out DIR [--knob QRITA_ONE_LAUNCH_SCRATCH] [--values keep,zero]
-        [--rounds 6] [--batch 1,8]
+        [--rounds 6] [--batch 1,8] [--calls "topk50 mask,top_k k50"]
 
 Separate processes on the device's host differ by up to 2x in host time (BENCHMARKS.md), so a
 knob read at every call is compared here inside one process: the rounds alternate the values'
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--values", default="keep,zero")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--batch", default="1,8")
+    ap.add_argument("--calls", default="", help="comma list of call names (default: all)")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     values = args.values.split(",")
@@ -63,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     for batch in [int(b) for b in args.batch.split(",")]:
         x = generators.zipf_logits(batch, 131072, 1.1, rng).astype(np.float32)
         x_t = torch.from_numpy(x).cuda()
-        calls = _calls(x_t)
+        calls = {name: fn for name, fn in _calls(x_t).items()
+                 if not args.calls or name in args.calls.split(",")}
         for value in values:
             os.environ[args.knob] = value
             for name, fn in calls.items():
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerows(rows)
     print(f"{args.knob}: median over {args.rounds} rounds, eager / synced us")
     for batch in sorted({r["batch"] for r in rows}):
-        for name in _calls(torch.empty(0)):
+        for name in dict.fromkeys(r["call"] for r in rows if r["batch"] == batch):
             cells = []
             for value in values:
                 mine = [r for r in rows if (r["batch"], r["call"], r["value"]) == (batch, name, value)]
