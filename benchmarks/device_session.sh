@@ -1057,8 +1057,8 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s26a ]]; then  # next session, call 1: the one-launch scratch kept (its new form: raw stream handle, a view per size) vs zeroed per call, both inside one process (benchmarks/scratch_ab.py, rounds alternate the order; oracle checks first); then k1000 at B = 1024: dense packing up to 2048 candidates (measured slower before the int32 key compares) and the sort at 32 warps
-  timeout "${AB_S:-200}" python3 benchmarks/scratch_ab.py --out "$OUT/scratch_ab" --rounds 5 \
+if [[ $stage == s26a ]]; then  # next session, call 1: the one-launch scratch kept (its new form: raw stream handle, a view per size) vs zeroed per call, both inside one process (benchmarks/knob_ab.py, rounds alternate the order; oracle checks first); then k1000 at B = 1024: dense packing up to 2048 candidates (measured slower before the int32 key compares) and the sort at 32 warps
+  timeout "${AB_S:-200}" python3 benchmarks/knob_ab.py --out "$OUT/knob_ab" --rounds 5 \
     --batch 1,8 --calls "topk50 mask,top_k k50" 2>&1 | grep -v Warn | tail -6
   for table in default search=2048x8 search=2048x16 sortbig=0x32; do
     KNOB_S="${PROF_S:-45}" prof "$(echo $table | tr '=,' '__')" topk1000,k1000 zipf \

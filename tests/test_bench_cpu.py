@@ -306,3 +306,44 @@ def test_slow_guard_and_commit_env(tmp_path, monkeypatch):
     assert len(got) == 2
     assert all("slow: one call timed" in r["note"] for r in got)
     assert all(r["correct"] == "yes" for r in got), [r["note"] for r in got]
+
+
+# ------------------------------------------------------------------------------------ knob_ab
+def test_knob_ab_interleaves_and_restores(tmp_path, monkeypatch, capsys):
+    """benchmarks/knob_ab.py on the CPU (the reference path): every (batch, round, value, call)
+    is timed once, the rounds alternate the values' order, the CSV rows carry the metadata, and
+    the knob is as it was afterwards."""
+    from benchmarks import knob_ab
+
+    monkeypatch.setenv("QRITA_TEST_KNOB", "before")
+    calls = ",".join(knob_ab.CALLS)
+    assert knob_ab.main(["--out", str(tmp_path), "--knob", "QRITA_TEST_KNOB", "--values",
+                         "a=1,b|c=2", "--rounds", "2", "--batch", "1,2", "--vocab", "1500",
+                         "--device", "cpu", "--calls", calls]) == 0
+    assert os.environ["QRITA_TEST_KNOB"] == "before"
+    with open(tmp_path / "knob_ab.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2 * 2 * 2 * len(knob_ab.CALLS)
+    first = [r["value"] for r in rows if r["batch"] == "1" and r["call"] == "top_k k50"]
+    assert first == ["a=1,b", "c=2", "c=2", "a=1,b"]  # "|" splits; round 1 reversed
+    assert {r["device"] for r in rows} == {"cpu"} and all(r["command"] for r in rows)
+    assert all(float(r["eager_us"]) > 0 and float(r["sync_us"]) > 0 for r in rows)
+    assert "B=2" in capsys.readouterr().out
+
+
+def test_knob_ab_checks_before_timing(tmp_path, monkeypatch):
+    """A wrong answer stops knob_ab before anything is timed or written."""
+    import qrita
+    from benchmarks import knob_ab
+
+    real = qrita.top_k
+
+    def wrong(x, k):
+        values, indices = real(x, k)
+        return values, indices.flip(-1)
+
+    monkeypatch.setattr(qrita, "top_k", wrong)
+    with pytest.raises(AssertionError):
+        knob_ab.main(["--out", str(tmp_path), "--knob", "QRITA_TEST_KNOB", "--rounds", "1",
+                      "--batch", "1", "--vocab", "500", "--device", "cpu", "--calls", "top_k k50"])
+    assert not (tmp_path / "knob_ab.csv").exists()
