@@ -48,3 +48,14 @@ def test_fuzz_reports_a_wrong_mask(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert failures > 0 and "FAIL seed 2" in err
     assert len(list(tmp_path.glob("seed2_case*.npy"))) == failures
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_fuzz_16bit_nan_rows(dtype):
+    """All-NaN 16-bit rows (V = 2049: torch's CPU half-to-float conversion gives the last entry
+    another NaN payload than the others): the kernel's values are compared bit for bit through
+    their own bits, and they are the input's."""
+    x = np.full((1, 2049), np.nan, dtype=np.float32)
+    for kind, k, p in [("top_k", 1699, None), ("mask", 5, None), ("mask", None, 0.5)]:
+        case = fuzz.Case(x=x, dtype=dtype, kind=kind, k=k, p=p, env={}, family="all_nan")
+        fuzz.run_case(case, "cpu")

@@ -81,6 +81,21 @@ def draw_case(rng: np.random.Generator, max_vocab: int = 3001) -> Case:
                 family=family)
 
 
+def _float32_bits(t) -> np.ndarray:
+    """A float32 / bfloat16 / float16 torch tensor as float32 NumPy values, converted element by
+    element through its bits (torch's CPU half-to-float conversion gives a NaN one payload in
+    its vectorised body and another in the scalar tail)."""
+    import torch
+
+    t = t.detach().cpu()
+    if t.dtype == torch.float16:
+        return t.view(torch.int16).numpy().view(np.float16).astype(np.float32)
+    if t.dtype == torch.bfloat16:
+        bits = t.view(torch.int16).numpy().astype(np.uint16).astype(np.uint32) << 16
+        return bits.view(np.float32)
+    return t.numpy()
+
+
 def run_case(case: Case, device: str) -> None:
     """Run one case through the Triton ops and check it against the oracle (raises
     AssertionError on a wrong answer)."""
@@ -92,7 +107,7 @@ def run_case(case: Case, device: str) -> None:
     torch_dtype = getattr(torch, case["dtype"])
     xt = torch.from_numpy(case["x"]).to(device=device, dtype=torch_dtype)
     # the kernel's input exactly, as float32 (a 16-bit NaN keeps no float32 payload)
-    x_ref = xt.float().cpu().numpy()
+    x_ref = _float32_bits(xt)
     saved = {name: os.environ.get(name) for name in ONE_LAUNCH_ENV}
     os.environ.update(case["env"])
     try:
@@ -101,13 +116,12 @@ def run_case(case: Case, device: str) -> None:
             if k == 0:
                 return
             values, indices = ops.top_k(xt, k)
-            compare.assert_topk_matches(values.float().cpu().numpy(), indices.cpu().numpy(),
-                                        x_ref, k)
+            compare.assert_topk_matches(_float32_bits(values), indices.cpu().numpy(), x_ref, k)
             return
         kt = torch.from_numpy(k).to(device) if isinstance(k, np.ndarray) else k
         pt = torch.from_numpy(p).to(device) if isinstance(p, np.ndarray) else p
         out = ops.top_k_top_p_mask(xt, kt, pt)
-        compare.assert_mask_matches(out.float().cpu().numpy(), x_ref, k, p)
+        compare.assert_mask_matches(_float32_bits(out), x_ref, k, p)
     finally:
         for name, value in saved.items():
             if value is None:
