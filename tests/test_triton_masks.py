@@ -684,7 +684,7 @@ def test_one_launch_pass_a_whole_segment_tile(monkeypatch):
 
 
 def test_one_launch_zeroed_scratch(monkeypatch):
-    """``QRITA_ONE_LAUNCH_SCRATCH=zero`` (the default): every call takes a new zeroed buffer
+    """``QRITA_ONE_LAUNCH_SCRATCH=zero``: every call takes a new zeroed buffer
     (none is kept), and the answers are the oracle's."""
     from qrita.backends.triton import launch as launch_module
     from qrita.reference import oracle
@@ -704,7 +704,7 @@ def test_one_launch_zeroed_scratch(monkeypatch):
 
 
 def test_one_launch_kept_scratch(monkeypatch):
-    """``QRITA_ONE_LAUNCH_SCRATCH=keep``: calls on one stream share one scratch buffer, never
+    """``QRITA_ONE_LAUNCH_SCRATCH=keep`` (the default): calls on one stream share one scratch buffer, never
     zeroed again. Every word but the arrival counters is filled with garbage before each call:
     masks and selections are still the oracle's (no other word is read before it is written),
     the counters are zero again after each call, and the buffer is reused (grown when a call

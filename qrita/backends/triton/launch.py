@@ -632,10 +632,12 @@ def _raw_stream(index: int) -> int:
 def one_launch_scratch(batch: int, cfg: PipelineConfig, device: torch.device) -> torch.Tensor:
     """The one-launch kernels' int32 scratch, its arrival counters zero.
 
-    ``QRITA_ONE_LAUNCH_SCRATCH=keep`` (off: not measured in this form): one buffer per
-    (device, stream) is kept between calls and grown when a call needs more, instead of a new
-    zeroed buffer per call (``zero``, the default), which costs a ``torch.zeros`` (~10 µs of
-    host time and a memset launch). A kept call's host work is a few dictionary lookups: the
+    ``QRITA_ONE_LAUNCH_SCRATCH=keep`` (the default): one buffer per (device, stream) is kept
+    between calls and grown when a call needs more, instead of a new zeroed buffer per call
+    (``zero``), which costs a ``torch.zeros`` (host time and a memset launch). H200, in one
+    process, eager µs at V = 131072 (BENCHMARKS.md twenty-fifth session): topk50 mask B = 1
+    36.0 kept vs 79.0 zeroed, ``top_k`` k50 B = 1 55.6 vs 91.1, B = 8 82.8 / 102.6 vs 99.4 /
+    127.0. A kept call's host work is a few dictionary lookups: the
     stream is the raw handle and each size's view of the buffer is kept too. (Its first form,
     which built a Stream object and sliced the buffer every call, cost as much host time as the
     zeroing: ``one_launch_scratch`` 20 µs per call under cProfile; BENCHMARKS.md twenty-fourth
@@ -647,7 +649,7 @@ def one_launch_scratch(batch: int, cfg: PipelineConfig, device: torch.device) ->
     """
     words = one_launch_words(batch, cfg)
     if (batch > COUNTER_WORDS.value
-            or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "zero") != "keep"
+            or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "keep") != "keep"
             or (device.type == "cuda" and torch.cuda.is_current_stream_capturing())):
         return torch.zeros(words, dtype=torch.int32, device=device)
     place = (device.index, _raw_stream(device.index)) if device.type == "cuda" else (None, None)
@@ -694,7 +696,7 @@ def _launch_topk_mask_one(x: torch.Tensor, out: torch.Tensor, k, fill: float,
 
 def launch_select_one(x: torch.Tensor, k: int, *, smallest: bool, sorted: bool,
                       config: PipelineConfig | None = None):
-    """:func:`launch_select` of a small batch in one launch (plus the zeroing of its scratch);
+    """:func:`launch_select` of a small batch in one launch (plus the zeroing of its scratch, unless it is kept);
     ``sorted`` orders each row by rank inside the kernel (k <= SORT_MAX), else index order.
 
     Returns values (B, k) of x's dtype and indices (B, k) int64.
