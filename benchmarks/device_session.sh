@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1056,6 +1056,14 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
     "QRITA_SEARCH_FUSED=1 QRITA_LAUNCH_TABLE=searchb=0x8,flatb=1x0"
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
+fi
+if [[ $stage == s26b ]]; then  # call 2: where top-p masks spend their time at B = 1 and 8 (fp32 zipf, gaussian) at the default and at the band's sample / warps and the rounds' split; then a short GPU fuzz run (qrita.testing.fuzz)
+  for table in default band=1024x4 band=2048x8 roundsplit=4x0 roundsplit=8x0; do
+    PROF_BATCH=1,8 KNOB_S="${PROF_S:-60}" prof "$(echo $table | tr '=,' '__')" topp0.9,topp0.99 \
+      zipf,gaussian QRITA_LAUNCH_TABLE=$table
+  done
+  timeout "${FUZZ_S:-150}" python3 -m qrita.testing.fuzz --seconds "${FUZZ_RUN_S:-110}" --seed 26 \
+    --out "$OUT/fuzz" 2>&1 | grep -v Warn | tail -15
 fi
 if [[ $stage == s26a ]]; then  # next session, call 1: the one-launch scratch kept (its new form: raw stream handle, a view per size) vs zeroed per call, both inside one process (benchmarks/knob_ab.py, rounds alternate the order; oracle checks first); then k1000 at B = 1024: dense packing up to 2048 candidates (measured slower before the int32 key compares) and the sort at 32 warps
   timeout "${AB_S:-200}" python3 benchmarks/knob_ab.py --out "$OUT/knob_ab" --rounds 5 \
