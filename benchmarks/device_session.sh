@@ -1058,7 +1058,7 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
 if [[ $stage == s26b ]]; then  # call 2: where top-p masks spend their time at B = 1 and 8 (fp32 zipf, gaussian) at the default and at the band's sample / warps and the rounds' split; then a short GPU fuzz run (qrita.testing.fuzz)
-  for table in default band=1024x4 roundsplit=4x0; do
+  for table in default band=1024x4 band=4096x16 roundsplit=4x0; do
     PROF_BATCH=1,8,64 KNOB_S="${PROF_S:-75}" prof "$(echo $table | tr '=,' '__')" \
       topp0.9,topp0.99 zipf,gaussian QRITA_LAUNCH_TABLE=$table
   done
