@@ -534,6 +534,40 @@ def test_wide_rounds_split_over_programs_are_exact(monkeypatch):
         assert (stats[:2, 4].cpu().numpy() > 0).all(), stats[:, 4]  # the tied rows took rounds
 
 
+def test_wide_rounds_stop_once_the_interval_fits(monkeypatch):
+    """A row the band missed stops narrowing once its interval holds at most ``wide_fit``
+    entries (the compaction after the rounds takes them): with the stop rule it takes fewer
+    rounds than with every round run (``wide_fit`` -1, the old rule) on some row, never more,
+    and both give the oracle's masks. A tiny band makes most smooth rows miss it."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+
+    table = launch_module.pipeline_config
+    rng = np.random.default_rng(31)
+    V = 1000
+    x = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
+                        generators.gaussian_logits(2, V, 2.0, rng),
+                        generators.quantised(generators.gaussian_logits(1, V, 2.0, rng), 2)])
+    rounds = {}
+    for fit in (-1, None):
+        def config(V, dtype, fit=fit):
+            cfg = replace(table(V, dtype), band_percent=1)
+            return cfg if fit is None else replace(cfg, wide_fit=fit)
+
+        monkeypatch.setattr(launch_module, "pipeline_config", config)
+        assert fit is not None or config(V, torch.float32).wide_fit > 0
+        for p in (0.9, 0.99):
+            stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            run_and_check(x, "float32", None, p, stats=stats)
+            assert (stats[:, 0].cpu().numpy() == 4).all(), stats[:, 0]
+            rounds[fit, p] = stats[:, 4].cpu().numpy()
+    for p in (0.9, 0.99):
+        assert (rounds[-1, p] > 0).sum() >= 3, rounds[-1, p]  # rows that missed the band
+        assert (rounds[None, p] <= rounds[-1, p]).all(), (rounds[None, p], rounds[-1, p])
+    assert any((rounds[None, p] < rounds[-1, p]).any() for p in (0.9, 0.99)), rounds
+
+
 @pytest.mark.parametrize("sparse_wide", [0, 64])
 def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide):
     """The wide compaction's two ways of appending a tile (one by one, or a prefix sum: which one

@@ -221,11 +221,12 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample), target, 4)
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-            "stride_x": "i64", "seg_len": "i32", "part_i_ptr": "*i32", "part_f_ptr": "*fp32"},
-            dict(BLOCK=128), target, 4)
+            "stride_x": "i64", "seg_len": "i32", "fit": "i32", "part_i_ptr": "*i32",
+            "part_f_ptr": "*fp32"}, dict(BLOCK=128), target, 4)
         out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
-            "part_f_ptr": "*fp32", "nseg": "i32"}, dict(NSEG_P2=nseg_p2), target, 4)
+            "part_f_ptr": "*fp32", "nseg": "i32", "fit": "i32"}, dict(NSEG_P2=nseg_p2), target,
+            4)
         for band in (True, False):
             tag = "_band" if band else ""
             out["wide_compact" + tag] = _compile(wide.wide_compact_kernel, {

@@ -47,7 +47,6 @@ __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", 
            "one_launch", "chunk_rows", "interpreting"]
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
-WIDE_ROUNDS = 3  # 16-way rounds of the wide top-p stage for rows its band missed
 WIDE_BLOCK = 128  # tile of the wide rounds: 16 per-lane pivot counters and masses per entry
 #: top-k + top-p: the per-row search in two launches (``threshold_kernel`` STAGE 1: the dense
 #: search only, 112 registers; STAGE 2: the pending rows' other paths), one launch otherwise
@@ -177,6 +176,8 @@ class PipelineConfig:
     lean_mass: bool = True  # pass A's masses relative to a fixed reference (else online)
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
+    wide_rounds: int = 3  # the 16-way rounds' launches (rows the band missed)
+    wide_fit: int = -1  # a row stops narrowing once its interval holds at most this many entries
     warps_round: int = 0  # their warps (0: ``warps_stream``)
     # top-k alone (no top-p: pass A sums no floats, so its tile and warps cannot change the
     # answer) at batches of at most SMALL_BATCH_ROWS rows: pass A's (tile, warps), where the
@@ -243,6 +244,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         lean_mass = True  # as on the GPU
         band_percent = 75
         round_split = 1
+        wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
@@ -305,6 +307,14 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 510 -> 481 us, B = 64 gaussian 276 -> 253, B = 1024 unchanged (4 programs: B = 1024
         # +30 us). It sets the order of the partial sums, so it is the same at every B.
         round_split = _table_override("roundsplit", (2, 0))[0]
+        # the 16-way rounds: up to ``rounds`` launches (default 4, was 3); a row stops narrowing
+        # once its interval holds at most ``widefit`` percent of the slots (default 50; 0x0:
+        # never, as before), so a row whose interval fits skips the rest and one that still
+        # overflows gets a fourth round instead of the single-program fallback (H200, fp32
+        # topp0.99 zipf, V = 131072: one such row costs ~330 µs: BENCHMARKS.md twenty-fifth
+        # session)
+        wide_rounds = _table_override("rounds", (4, 0))[0]
+        wide_fit_percent = _table_override("widefit", (50, 0))[0]
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
         # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
@@ -352,6 +362,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # the interpreter, so CI runs it
     retry_min_k = 5 if interpret else 256
     band_sample = max(16, min(band_table or 2 * sample, next_pow2(vocab)))
+    slots = nseg_p2 * max(cap // nseg_p2, 16)
+    wide_fit = slots * wide_fit_percent // 100 if wide_fit_percent > 0 else -1
     sample = max(16, min(sample, next_pow2(vocab)))
     return PipelineConfig(block=block, seg_len=seg_len, nseg=nseg, nseg_p2=nseg_p2,
                           cap_seg=max(cap // nseg_p2, 16), sample=sample,
@@ -369,6 +381,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           block_round=block_round, warps_round=warps_round,
                           block_wide2=min(block_wide2, block), warps_wide2=warps_wide2,
                           lean_mass=lean_mass, band_percent=band_percent,
+                          wide_rounds=wide_rounds, wide_fit=wide_fit,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
                           else 1,
                           block_cand_small=_tile_in_segment(block_cand_small, seg_len),
@@ -566,12 +579,12 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         # the rows it missed; a round may split each segment over ``round_split`` programs
         # (its partial counts are then per part, merged in their fixed order)
         parts = cfg.nseg * cfg.round_split
-        for _ in range(WIDE_ROUNDS):
+        for _ in range(cfg.wide_rounds):
             launch_site((site, "round"), wide_round_kernel, (batch, parts),
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len // cfg.round_split,
-                        part_i, part_f, **plan["round"])
+                        cfg.wide_fit, part_i, part_f, **plan["round"])
             launch_site((site, "narrow"), wide_narrow_kernel, (batch,),
-                        row_info, row_f, part_i, part_f, parts, **plan["narrow"])
+                        row_info, row_f, part_i, part_f, parts, cfg.wide_fit, **plan["narrow"])
         compact_and_search(False)
     return cand_val, cand_idx, seg_i, seg_before, row_info, site
 

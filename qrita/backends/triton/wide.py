@@ -62,6 +62,16 @@ def _search_state(row_i_ptr, row_f_ptr, row64):
 
 
 @triton.jit
+def _narrowing(row_i_ptr, row64, mode, lo, hi, fit):
+    """Whether a round narrows this row: a wide row (mode 3) whose interval (lo, hi] spans more
+    than one key and holds more than ``fit`` entries (counts above lo and hi, row_i[7:9]).
+    Read before the round and again, unchanged, by its narrowing: both agree."""
+    info = row_i_ptr + row64 * ROW_I
+    held = tl.load(info + 7) - tl.load(info + 8)
+    return (mode == 3) & (hi - lo > 1) & (held > fit)
+
+
+@triton.jit
 def wide_band_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, max_band,
@@ -93,19 +103,21 @@ def wide_band_kernel(
 @triton.jit
 def wide_round_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
-    V, stride_x, seg_len,
+    V, stride_x, seg_len, fit,
     part_i_ptr, part_f_ptr,
     BLOCK: tl.constexpr,
 ):
     """One segment's count and mass above each of 16 pivots of its row's interval, and the
-    smallest / largest key inside the interval. part_i : (B, S, 32) int32, part_f : (B, S, 16)."""
+    smallest / largest key inside the interval. part_i : (B, S, 32) int32, part_f : (B, S, 16).
+    A row whose interval is one key, or holds at most ``fit`` entries (the compaction after the
+    rounds takes them), is settled: its programs return at once (:func:`_narrowing`)."""
     row = tl.program_id(0)
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
     row64 = (row * 0).to(tl.int64) + row
     mode = tl.load(row_i_ptr + row64 * ROW_I)
     lo, hi = _interval(row_i_ptr, row64)
-    if (mode == 3) & (hi - lo > 1):  # a row whose interval is one key is settled
+    if _narrowing(row_i_ptr, row64, mode, lo, hi, fit):
         row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
         inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
         piv = wide_pivots(lo, hi)
@@ -152,7 +164,7 @@ def wide_round_kernel(
 @triton.jit
 def wide_narrow_kernel(
     row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr,
-    nseg,
+    nseg, fit,
     NSEG_P2: tl.constexpr,
 ):
     """Merge the segments' pivot counts in a fixed order and narrow the row's interval."""
@@ -161,7 +173,7 @@ def wide_narrow_kernel(
     info = row_i_ptr + row64 * ROW_I
     mode = tl.load(info)
     lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
-    if (mode == 3) & (hi - lo > 1):  # as in wide_round_kernel
+    if _narrowing(row_i_ptr, row64, mode, lo, hi, fit):  # as in wide_round_kernel
         segs = tl.arange(0, NSEG_P2)
         ok = segs < nseg
         lanes = tl.arange(0, WAYS)
