@@ -347,3 +347,24 @@ def test_knob_ab_checks_before_timing(tmp_path, monkeypatch):
         knob_ab.main(["--out", str(tmp_path), "--knob", "QRITA_TEST_KNOB", "--rounds", "1",
                       "--batch", "1", "--vocab", "500", "--device", "cpu", "--calls", "top_k k50"])
     assert not (tmp_path / "knob_ab.csv").exists()
+
+
+@pytest.mark.parametrize("p", [1e-7, 0.3, 0.9, 0.99])
+def test_topp_levels_sim_crossing_holds_the_boundary(p):
+    """The histogram-levels model (benchmarks/topp_levels_sim.py): the level-2 crossing sub-bin
+    holds the oracle's boundary value, and each level leaves at most what the one before it
+    held, on smooth, tied and 16-bit-rounded rows."""
+    from benchmarks import topp_levels_sim
+    from qrita.testing import generators
+
+    rng = np.random.default_rng(5)
+    V = 4099
+    rows = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
+                           generators.gaussian_logits(2, V, 2.0, rng),
+                           generators.bf16_round(generators.gaussian_logits(2, V, 2.0, rng)),
+                           generators.quantised(generators.gaussian_logits(1, V, 2.0, rng), 3)])
+    for row in rows:
+        for nb1, nb2 in [(16, 16), (32, 64)]:
+            n1, n2, copies, holds = topp_levels_sim.row_levels(row.astype(np.float32), p, nb1, nb2)
+            assert holds, (p, nb1, nb2)
+            assert 1 <= copies <= n2 <= n1 <= V

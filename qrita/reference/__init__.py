@@ -1,5 +1,6 @@
-"""NumPy references: the sort-based oracle (the truth), the algorithm mirror, order keys, ndtri."""
+"""NumPy references: the sort-based oracle (the truth), the algorithm mirror, order keys, ndtri,
+and the mirror of a candidate top-p path (histogram levels)."""
 
-from qrita.reference import keys, mirror, ndtri, oracle, sampling
+from qrita.reference import keys, levels, mirror, ndtri, oracle, sampling
 
-__all__ = ["keys", "mirror", "ndtri", "oracle", "sampling"]
+__all__ = ["keys", "levels", "mirror", "ndtri", "oracle", "sampling"]
