@@ -988,3 +988,40 @@ def test_gpu_one_launch_topk_mask(monkeypatch, dtype):
     torch.cuda.synchronize()
     compare.assert_mask_matches(_host(out), _host(x), 50, None)
 
+
+
+def test_levels_band_is_exact_and_hits(monkeypatch):
+    """The wide band placed by two levels of mass histograms (``levels_band``, the launch
+    table's ``levels=1x0``; off by default) instead of from a sample: masks are the oracle's on
+    every generator family and edge p, the levels' kernels run instead of the band kernel, and
+    the band finishes smooth rows (stats column 13)."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import levels, wide
+
+    table = launch_module.pipeline_config
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), levels_band=True))
+    launches = _site_launches(monkeypatch, levels.levels_hist_kernel,
+                              levels.levels_merge_kernel, wide.wide_band_kernel)
+    rng = np.random.default_rng(37)
+    V = 1500
+    failures = []
+    for family, batch in generators._family_batches(V, rng):
+        for p in (1e-7, 0.9, 0.99, 1 - 1e-6):
+            try:
+                run_and_check(batch[:3], "float32", None, p)
+            except AssertionError as err:
+                failures.append(f"{family}/p={p}: {err}")
+    assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
+    names = {kernel.fn.__name__ for kernel, _, _ in launches}
+    assert names == {"levels_hist_kernel", "levels_merge_kernel"}, names
+    smooth = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
+                             generators.gaussian_logits(2, V, 2.0, rng)])
+    for dtype in ("float32", "bfloat16"):
+        for p in (0.9, 0.99):
+            stats = torch.zeros((4, ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            run_and_check(generators.to_dtype(smooth, dtype), dtype, None, p, stats=stats)
+            assert (stats[:, 0].cpu().numpy() == 4).all(), stats[:, 0]
+            assert (stats[:, 13].cpu().numpy() == 1).all(), (dtype, p, stats[:, 13])
