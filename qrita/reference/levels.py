@@ -7,7 +7,8 @@ written so that a Triton port can follow it line by line and be checked against 
 1. *Stats* (one read): the row's max ``M`` and mass ``Z = Σ exp(x - M)`` (float32 weights,
    summed per segment, segments merged in their fixed order); ``target = p·Z``.
 2. *Level 1* (one read): the mass and count of each of ``NB1`` value bins: bin
-   ``floor((M - x) / w1)`` clamped to ``NB1 - 1``, ``w1 = ln(V / (1 - p)) / (NB1 - 1)``. Below
+   ``floor((M - x) / w1)`` clamped to ``NB1 - 1``, ``w1 = min(ln(V / (1 - p)), 104) / (NB1 - 1)``
+   (every float32 weight below ``M - 104`` is 0). Below
    ``M - ln(V / (1 - p))`` lies less than ``(1 - p)·Z``, so only rounding can put the boundary
    in the last bin. The bin where the cumulative mass from the top reaches the target holds T.
 3. *Level 2* (one read): the same over ``NB2`` sub-bins of that bin (width ``w1 / NB2``).
@@ -128,7 +129,8 @@ def levels_row(x: np.ndarray, p: float, *, nb1: int = 64, nb2: int = 64, capacit
     Z = _segment_sum(w, seg_len)
     target = F32(p32 * Z)
     # level 1
-    span = F32(math.log(V / (1.0 - float(p32))))
+    # below M - 104 every float32 weight is 0: the kernels cap the span there too
+    span = F32(min(math.log(V / (1.0 - float(p32))), 104.0))
     w1 = F32(span / F32(nb1 - 1))
     inv1 = F32(F32(1.0) / w1)
     with np.errstate(over="ignore"):
@@ -155,7 +157,6 @@ def levels_row(x: np.ndarray, p: float, *, nb1: int = 64, nb2: int = 64, capacit
     distinct = np.unique(g_key)[::-1]
     cum = mass_above
     T = int(distinct[-1])  # clamp: the target not reached inside the sub-bin
-    mass_gt = F32(0.0)
     for q in distinct:
         mass_q = _segment_sum(g_w[g_key == q], seg_len)
         if F32(cum + mass_q) >= target:

@@ -178,8 +178,10 @@ class PipelineConfig:
     levels_band: bool = False  # the wide band placed by two levels of mass histograms
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
-    wide_rounds: int = 3  # the 16-way rounds' launches (rows the band missed)
-    wide_fit: int = -1  # a row stops narrowing once its interval holds at most this many entries
+    wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
+    # a row stops narrowing once its interval holds at most this many entries (-1: never; the
+    # launch table sets half the slots)
+    wide_fit: int = -1
     warps_round: int = 0  # their warps (0: ``warps_stream``)
     # top-k alone (no top-p: pass A sums no floats, so its tile and warps cannot change the
     # answer) at batches of at most SMALL_BATCH_ROWS rows: pass A's (tile, warps), where the
