@@ -990,23 +990,25 @@ def test_gpu_one_launch_topk_mask(monkeypatch, dtype):
 
 
 
-def test_levels_band_is_exact_and_hits(monkeypatch):
-    """The wide band placed by two levels of mass histograms (``levels_band``, the launch
-    table's ``levels=1x0``; off by default) instead of from a sample: masks are the oracle's on
-    every generator family and edge p, the levels' kernels run instead of the band kernel, and
-    the band finishes smooth rows (stats column 13)."""
+@pytest.mark.parametrize("bins", [256, 1024])
+def test_hist_band_is_exact_and_hits(monkeypatch, bins):
+    """The wide band placed from a count histogram of the row (``hist_bins``, the launch
+    table's ``histband``) instead of from a sample: masks are the oracle's on every generator
+    family and edge p, the histogram's kernels run instead of the band kernel, and the band
+    finishes smooth rows (stats column 13). A wide row needs more entries than the slots: V is
+    larger on a GPU, whose slots are."""
     from dataclasses import replace
 
+    from qrita.backends.triton import hist_band, wide
     from qrita.backends.triton import launch as launch_module
-    from qrita.backends.triton import levels, wide
 
     table = launch_module.pipeline_config
     monkeypatch.setattr(launch_module, "pipeline_config",
-                        lambda V, dtype: replace(table(V, dtype), levels_band=True))
-    launches = _site_launches(monkeypatch, levels.levels_hist_kernel,
-                              levels.levels_merge_kernel, wide.wide_band_kernel)
+                        lambda V, dtype: replace(table(V, dtype), hist_bins=bins))
+    launches = _site_launches(monkeypatch, hist_band.hist_band_count_kernel,
+                              hist_band.hist_band_merge_kernel, wide.wide_band_kernel)
     rng = np.random.default_rng(37)
-    V = 1500
+    V = 65537 if ON_GPU else 1500
     failures = []
     for family, batch in generators._family_batches(V, rng):
         for p in (1e-7, 0.9, 0.99, 1 - 1e-6):
@@ -1016,7 +1018,7 @@ def test_levels_band_is_exact_and_hits(monkeypatch):
                 failures.append(f"{family}/p={p}: {err}")
     assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
     names = {kernel.fn.__name__ for kernel, _, _ in launches}
-    assert names == {"levels_hist_kernel", "levels_merge_kernel"}, names
+    assert names == {"hist_band_count_kernel", "hist_band_merge_kernel"}, names
     smooth = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
                              generators.gaussian_logits(2, V, 2.0, rng)])
     for dtype in ("float32", "bfloat16"):

@@ -29,7 +29,7 @@ from triton.backends.compiler import GPUTarget
 from qrita.backends.triton import (
     fused_sample,
     fused_topp,
-    levels,
+    hist_band,
     one_launch,
     philox,
     pipeline,
@@ -228,14 +228,13 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "nseg": "i32", "fit": "i32"}, dict(NSEG_P2=nseg_p2), target,
             4)
-        for level in (1, 2):
-            out[f"levels_hist_{level}"] = _compile(levels.levels_hist_kernel, {
-                "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-                "stride_x": "i64", "seg_len": "i32", "part_f_ptr": "*fp32"},
-                dict(LEVEL=level, NB=32, BLOCK=128), target, 4)
-            out[f"levels_merge_{level}"] = _compile(levels.levels_merge_kernel, {
-                "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_f_ptr": "*fp32", "V": "i32",
-                "nseg": "i32"}, dict(LEVEL=level, NB=32, NSEG_P2=nseg_p2), target, 4)
+        out["hist_band_count"] = _compile(hist_band.hist_band_count_kernel, {
+            "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+            "stride_x": "i64", "seg_len": "i32", "bin_counts_ptr": "*i32"},
+            dict(NB=1024, BLOCK=1024), target, 4)
+        out["hist_band_merge"] = _compile(hist_band.hist_band_merge_kernel, {
+            "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "bin_counts_ptr": "*i32", "V": "i32",
+            "limit": "i32"}, dict(NB=1024, STEPS=11), target, 4)
         for band in (True, False):
             tag = "_band" if band else ""
             out["wide_compact" + tag] = _compile(wide.wide_compact_kernel, {

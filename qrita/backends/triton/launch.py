@@ -15,7 +15,7 @@ import triton
 from qrita.backends.triton import fastlaunch, philox
 from qrita.backends.triton.fused_sample import fused_topk_sample_kernel, selection_sample_kernel
 from qrita.backends.triton.fused_topp import fused_topp_sample_kernel
-from qrita.backends.triton.levels import levels_hist_kernel, levels_merge_kernel
+from qrita.backends.triton.hist_band import hist_band_count_kernel, hist_band_merge_kernel
 from qrita.backends.triton.one_launch import (
     COUNTER_WORDS,
     SORT_MAX,
@@ -175,7 +175,11 @@ class PipelineConfig:
     block_wide2: int = 128  # tile of the wide compaction after the rounds
     warps_wide2: int = 1  # its warps
     lean_mass: bool = True  # pass A's masses relative to a fixed reference (else online)
-    levels_band: bool = False  # the wide band placed by two levels of mass histograms
+    # the wide band placed from a count histogram of the whole row (``hist_band``) in this
+    # many bins (0: from a sample, ``wide.wide_band_kernel``), holding at most
+    # ``hist_band_percent`` percent of ``max_band`` entries
+    hist_bins: int = 0
+    hist_band_percent: int = 50
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
@@ -246,7 +250,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_round, warps_round = WIDE_BLOCK, 0
         block_wide2, warps_wide2 = block_wide, warps_wide
         lean_mass = True  # as on the GPU
-        levels_band = False
+        hist_bins, hist_band_percent = 0, 50
         band_percent = 75
         round_split = 1
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
@@ -303,9 +307,12 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # H200, B = 1024, fp32 topp0.9: pass A 253.9 -> 172.7 us, masks topk100_topp0.9
         # 551 -> 454 us, topp0.9 1639 -> 1559 (BENCHMARKS.md nineteenth session)
         lean_mass = _table_override("lean", (1, 0))[0] == 1
-        # the wide band placed by two levels of mass histograms (qrita/backends/triton/
-        # levels.py; ``levels=1x0``) instead of from a sample: off, not measured yet
-        levels_band = _table_override("levels", (0, 0))[0] == 1
+        # the wide band placed from a count histogram of the row in NB bins (qrita/backends/
+        # triton/hist_band.py; ``histband=NBxPCT``, PCT percent of ``max_band`` entries) instead
+        # of from a sample: off until measured. (Two levels of float mass bins summed per lane,
+        # ``levels``, were measured and dropped: 82 us at B = 1 where the sampled band takes 41,
+        # 4215 at B = 1024 where it takes 234; BENCHMARKS.md twenty-sixth session)
+        hist_bins, hist_band_percent = _table_override("histband", (0, 50))
         # 16-bit logits: the band spans a few keys with hundreds of copies each near T, and at
         # 75% of the slots its fullest segment overflows in ~40% of zipf top-p 0.9 rows (they
         # take the rounds); at 50% in ~4%, float32 unchanged (benchmarks/band_sim.py, a NumPy
@@ -388,7 +395,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           warps_write=warps_write, warps_cutoff=warps_cutoff,
                           block_round=block_round, warps_round=warps_round,
                           block_wide2=min(block_wide2, block), warps_wide2=warps_wide2,
-                          lean_mass=lean_mass, levels_band=levels_band,
+                          lean_mass=lean_mass, hist_bins=hist_bins,
+                          hist_band_percent=hist_band_percent,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -487,12 +495,10 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band,
                                       num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, num_warps=cfg.warps_band)
-    levels_bins = 16 * cfg.round_split  # fits part_f: (B, S x round_split x 16)
-    for level in (1, 2):
-        plan[f"levels_{level}"] = dict(LEVEL=level, NB=levels_bins,
-                                       BLOCK=min(cfg.block_round, cfg.block), num_warps=4)
-        plan[f"levels_merge_{level}"] = dict(LEVEL=level, NB=levels_bins, NSEG_P2=cfg.nseg_p2,
-                                             num_warps=cfg.warps_stream)
+    if cfg.hist_bins:
+        plan["hist_count"] = dict(NB=cfg.hist_bins, BLOCK=min(1024, cfg.block), num_warps=4)
+        plan["hist_merge"] = dict(NB=cfg.hist_bins, STEPS=cfg.hist_bins.bit_length(),
+                                  num_warps=cfg.warps_stream)
     plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block),
                          num_warps=cfg.warps_round or cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split),
@@ -588,14 +594,16 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                         stride_x, out.stride(0), float(fill), cfg.nseg, out, seg_before,
                         **plan[f"search_{band}"])
 
-        if cfg.levels_band:
-            for level in (1, 2):
-                launch_site((site, "levels", level), levels_hist_kernel, grid_seg,
-                            x, row_info, row_f, vocab, stride_x, cfg.seg_len, part_f,
-                            **plan[f"levels_{level}"])
-                launch_site((site, "levels_merge", level), levels_merge_kernel, (batch,),
-                            row_info, row_f, part_f, vocab, cfg.nseg,
-                            **plan[f"levels_merge_{level}"])
+        if cfg.hist_bins:
+            # the row's bin counters: integer atomics add into them, zero first
+            bin_counts = torch.zeros((batch, cfg.hist_bins), dtype=torch.int32, device=x.device)
+            launch_site((site, "hist_count"), hist_band_count_kernel, grid_seg,
+                        x, row_info, row_f, vocab, stride_x, cfg.seg_len, bin_counts,
+                        **plan["hist_count"])
+            launch_site((site, "hist_merge"), hist_band_merge_kernel, (batch,),
+                        row_info, row_f, bin_counts, vocab,
+                        int(cfg.max_band * cfg.hist_band_percent / 100),
+                        **plan["hist_merge"])
         else:
             launch_site((site, "band"), wide_band_kernel, (batch,),
                         x, row_info, row_f, vocab, stride_x, cfg.max_band, **plan["band"])
