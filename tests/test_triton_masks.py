@@ -995,8 +995,9 @@ def test_hist_band_is_exact_and_hits(monkeypatch, bins):
     """The wide band placed from a count histogram of the row (``hist_bins``, the launch
     table's ``histband``) instead of from a sample: masks are the oracle's on every generator
     family and edge p, the histogram's kernels run instead of the band kernel, and the band
-    finishes smooth rows (stats column 13). A wide row needs more entries than the slots: V is
-    larger on a GPU, whose slots are."""
+    finishes smooth rows (stats column 13; at p = 0.99 the gaussian ones: there a zipf row's
+    crossing bin can hold more entries than the band may, on the GPU's table). A wide row needs
+    more entries than the slots: V is larger on a GPU, whose slots are."""
     from dataclasses import replace
 
     from qrita.backends.triton import hist_band, wide
@@ -1026,4 +1027,5 @@ def test_hist_band_is_exact_and_hits(monkeypatch, bins):
             stats = torch.zeros((4, ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
             run_and_check(generators.to_dtype(smooth, dtype), dtype, None, p, stats=stats)
             assert (stats[:, 0].cpu().numpy() == 4).all(), stats[:, 0]
-            assert (stats[:, 13].cpu().numpy() == 1).all(), (dtype, p, stats[:, 13])
+            finished = stats[:, 13].cpu().numpy() == 1
+            assert (finished if p == 0.9 else finished[2:]).all(), (dtype, p, stats[:, 13])

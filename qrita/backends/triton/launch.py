@@ -180,6 +180,8 @@ class PipelineConfig:
     # ``hist_band_percent`` percent of ``max_band`` entries
     hist_bins: int = 0
     hist_band_percent: int = 50
+    hist_block: int = 1024  # the histogram's tile (entries per ``tl.histogram`` call) and warps
+    warps_hist: int = 4
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
@@ -251,6 +253,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         block_wide2, warps_wide2 = block_wide, warps_wide
         lean_mass = True  # as on the GPU
         hist_bins, hist_band_percent = 0, 50
+        hist_block, warps_hist = 128, 4
         band_percent = 75
         round_split = 1
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
@@ -313,6 +316,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # ``levels``, were measured and dropped: 82 us at B = 1 where the sampled band takes 41,
         # 4215 at B = 1024 where it takes 234; BENCHMARKS.md twenty-sixth session)
         hist_bins, hist_band_percent = _table_override("histband", (0, 50))
+        # its tile and warps (``histblock=TILExWARPS``)
+        hist_block, warps_hist = _table_override("histblock", (1024, 4))
         # 16-bit logits: the band spans a few keys with hundreds of copies each near T, and at
         # 75% of the slots its fullest segment overflows in ~40% of zipf top-p 0.9 rows (they
         # take the rounds); at 50% in ~4%, float32 unchanged (benchmarks/band_sim.py, a NumPy
@@ -397,6 +402,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           block_wide2=min(block_wide2, block), warps_wide2=warps_wide2,
                           lean_mass=lean_mass, hist_bins=hist_bins,
                           hist_band_percent=hist_band_percent,
+                          hist_block=_tile_in_segment(hist_block, seg_len), warps_hist=warps_hist,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -496,7 +502,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                       num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, num_warps=cfg.warps_band)
     if cfg.hist_bins:
-        plan["hist_count"] = dict(NB=cfg.hist_bins, BLOCK=min(1024, cfg.block), num_warps=4)
+        plan["hist_count"] = dict(NB=cfg.hist_bins, BLOCK=cfg.hist_block,
+                                  num_warps=cfg.warps_hist)
         plan["hist_merge"] = dict(NB=cfg.hist_bins, STEPS=cfg.hist_bins.bit_length(),
                                   num_warps=cfg.warps_stream)
     plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block),
