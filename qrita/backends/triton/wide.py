@@ -1,8 +1,9 @@
 """``@triton.jit`` kernels of the wide top-p stage (docs/algorithm.md §7, segmented).
 
 Rows whose top-p set is too large for the candidate scratch (mode 3 after ``threshold_kernel``)
-are resolved here with every segment of the row working in parallel. First the band the
-band kernel places from a sample (``band_interval``): its entries are compacted, with exact
+are resolved here with every segment of the row working in parallel. First a band, placed
+from a sample by the band kernel here (``band_interval``) or from a count histogram of the row
+(:mod:`.hist_band`; the launch table chooses per V and dtype): its entries are compacted, with exact
 counts and masses above it, per segment (B x S), and checked and searched per row (B); on the
 usual hit that is all. A missed or overflowing band leaves a narrowed interval to the rounds:
 16-way pivot counts and masses per segment (B x S), merged per row in a fixed order (B); then the
