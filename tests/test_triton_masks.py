@@ -231,9 +231,18 @@ def test_dense_and_slot_candidate_searches():
     assert min(counts) <= dense < max(counts), (dense, counts)
 
 
-def test_top_p_heavy_ties_stay_on_the_segmented_path():
+@pytest.mark.parametrize("hist_bins", [0, 256])
+def test_top_p_heavy_ties_stay_on_the_segmented_path(monkeypatch, hist_bins):
     """Rows whose top-p boundary value has more copies than the scratch holds are finished by
-    the segmented stage (mode 4), not the single-program fallback, and stay exact."""
+    the segmented stage (mode 4), not the single-program fallback, and stay exact; with the band
+    from a sample and from a count histogram (``hist_bins``; the GPU's float32 default)."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+
+    table = launch_module.pipeline_config
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), hist_bins=hist_bins))
     rng = np.random.default_rng(8)
     x = np.concatenate([generators.quantised(generators.gaussian_logits(2, 3001, 2.0, rng), 2),
                         generators.all_equal_rows(1, 3001),
@@ -263,20 +272,23 @@ def test_top_p_band_hits_and_misses_are_exact():
     assert not hits[2].any() and not hits[3].any(), "tied rows overflow the band: rounds"
 
 
-def test_top_p_near_one_band_at_the_bottom_is_exact(monkeypatch):
+@pytest.mark.parametrize("hist_bins", [0, 256])
+def test_top_p_near_one_band_at_the_bottom_is_exact(monkeypatch, hist_bins):
     """p a rounding error below 1: the band's masses, summed in another order than the row's
     (here another compaction tile than the candidate pass, as on the GPU), may fall short of the
     target with no entry below the band; the row must still end on the band (the whole tie group
     kept), never on an empty side of it. (The H200 failure this guards against,
     test_gpu_real_vocab[32000-float32] with a 256-entry compaction tile, did not reproduce under
-    the interpreter, whose sums round differently: the GPU test is its regression test.)"""
+    the interpreter, whose sums round differently: the GPU test is its regression test.) With
+    the band from a sample and from a count histogram (``hist_bins``)."""
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
 
     table = launch_module.pipeline_config
     monkeypatch.setattr(launch_module, "pipeline_config",
-                        lambda V, dtype: replace(table(V, dtype), block_wide=64))
+                        lambda V, dtype: replace(table(V, dtype), block_wide=64,
+                                                 hist_bins=hist_bins))
     rng = np.random.default_rng(17)
     V = 4099
     rows = [generators.two_level_rows(1, V, n_high, gap)
