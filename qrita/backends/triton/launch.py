@@ -311,20 +311,19 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 551 -> 454 us, topp0.9 1639 -> 1559 (BENCHMARKS.md nineteenth session)
         lean_mass = _table_override("lean", (1, 0))[0] == 1
         # the wide band placed from a count histogram of the row in NB bins (qrita/backends/
-        # triton/hist_band.py; ``histband=NBxPCT``, PCT percent of ``max_band`` entries;
-        # ``histband=0x0``: from a sample) in 8192-entry tiles at 8 warps (``histblock``).
-        # float32 only (16-bit rows: not measured). H200, V = 131072 fp32, graph replay, us,
-        # sampled -> 512 bins: zipf topp0.9 B = 1 163 -> 122, B = 8 163 -> 123, B = 64 196 ->
-        # 192, B = 256 440 -> 489, B = 1024 1484 -> 1757; zipf topp0.99 B = 8 241 -> 129,
-        # B = 64 299 -> 198; gaussian topp0.9 B = 1 175 -> 117, B = 1024 1523 -> 1755. Slower
-        # from B = 256 on (the histogram is compute-bound: 670 us at B = 1024; 1024 bins 2373,
-        # 256 bins 500 with zipf p = 0.99 rows missing), yet ahead of the peers there, and the
-        # cells where the sampled band lost to them (B <= 8) win; the band cannot follow B
-        # (its float sums' grouping decides the boundary: batch invariance). BENCHMARKS.md
-        # twenty-sixth session. (Two levels of float mass bins summed per lane, ``levels``, were
-        # dropped: 82 us at B = 1 where the sampled band takes 41, 4215 at B = 1024)
-        hist_bins, hist_band_percent = _table_override(
-            "histband", (512 if dtype == torch.float32 else 0, 50))
+        # triton/hist_band.py; ``histband=NBxPCT``, PCT percent of ``max_band`` entries) in
+        # 8192-entry tiles at 8 warps (``histblock``): off (``histband=512x50`` turns it on).
+        # H200, V = 131072 fp32, graph replay, us, sampled -> 512 bins: zipf topp0.9 B = 1
+        # 163 -> 122, B = 8 163 -> 123, B = 64 196 -> 192, B = 256 440 -> 489, B = 1024 1484 ->
+        # 1757; zipf topp0.99 B = 8 241 -> 129, B = 64 299 -> 198. Eager calls at B <= 8 are
+        # host-bound, and it adds host work (the counters' fill and a second launch): B = 8
+        # eager 481 -> 653 us (median of 5 interleaved rounds, a slow host). From B = 256 on
+        # the histogram costs more than the sampled band (compute-bound: 670 us at B = 1024).
+        # It cannot follow B (the band sets the grouping of the float sums that decide the
+        # boundary: batch invariance). BENCHMARKS.md twenty-sixth session. (Two levels of float
+        # mass bins summed per lane, ``levels``, were dropped: 82 us at B = 1 where the sampled
+        # band takes 41, 4215 at B = 1024)
+        hist_bins, hist_band_percent = _table_override("histband", (0, 50))
         hist_block, warps_hist = _table_override("histblock", (8192, 8))
         # 16-bit logits: the band spans a few keys with hundreds of copies each near T, and at
         # 75% of the slots its fullest segment overflows in ~40% of zipf top-p 0.9 rows (they
