@@ -1002,14 +1002,16 @@ def test_gpu_one_launch_topk_mask(monkeypatch, dtype):
 
 
 
-@pytest.mark.parametrize("bins", [256, 1024])
-def test_hist_band_is_exact_and_hits(monkeypatch, bins):
+@pytest.mark.parametrize("bins,one_launch", [(256, False), (1024, False), (256, True)])
+def test_hist_band_is_exact_and_hits(monkeypatch, bins, one_launch):
     """The wide band placed from a count histogram of the row (``hist_bins``, the launch
     table's ``histband``) instead of from a sample: masks are the oracle's on every generator
     family and edge p, the histogram's kernels run instead of the band kernel, and the band
     finishes smooth rows (stats column 13; at p = 0.99 the gaussian ones: there a zipf row's
     crossing bin can hold more entries than the band may, on the GPU's table). A wide row needs
-    more entries than the slots: V is larger on a GPU, whose slots are."""
+    more entries than the slots: V is larger on a GPU, whose slots are. ``one_launch``
+    (``hist_one_launch``): the row's last counting program places the band, no merge launch,
+    and the counters kept between calls are all zero after every call."""
     from dataclasses import replace
 
     from qrita.backends.triton import hist_band, wide
@@ -1017,7 +1019,11 @@ def test_hist_band_is_exact_and_hits(monkeypatch, bins):
 
     table = launch_module.pipeline_config
     monkeypatch.setattr(launch_module, "pipeline_config",
-                        lambda V, dtype: replace(table(V, dtype), hist_bins=bins))
+                        lambda V, dtype: replace(table(V, dtype), hist_bins=bins,
+                                                 hist_one_launch=one_launch))
+    monkeypatch.setenv("QRITA_ONE_LAUNCH_SCRATCH", "keep")
+    monkeypatch.setattr(launch_module, "_KEPT_HIST", {})
+    monkeypatch.setattr(launch_module, "_KEPT_HIST_VIEWS", {})
     launches = _site_launches(monkeypatch, hist_band.hist_band_count_kernel,
                               hist_band.hist_band_merge_kernel, wide.wide_band_kernel)
     rng = np.random.default_rng(37)
@@ -1031,7 +1037,11 @@ def test_hist_band_is_exact_and_hits(monkeypatch, bins):
                 failures.append(f"{family}/p={p}: {err}")
     assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
     names = {kernel.fn.__name__ for kernel, _, _ in launches}
-    assert names == {"hist_band_count_kernel", "hist_band_merge_kernel"}, names
+    assert names == ({"hist_band_count_kernel"} if one_launch
+                     else {"hist_band_count_kernel", "hist_band_merge_kernel"}), names
+    kept = list(launch_module._KEPT_HIST.values())
+    assert len(kept) == (1 if one_launch else 0)
+    assert not any(_host(buffer).any() for buffer in kept)  # left all zero
     smooth = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
                              generators.gaussian_logits(2, V, 2.0, rng)])
     for dtype in ("float32", "bfloat16"):

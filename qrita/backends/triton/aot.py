@@ -228,13 +228,16 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "nseg": "i32", "fit": "i32"}, dict(NSEG_P2=nseg_p2), target,
             4)
-        out["hist_band_count"] = _compile(hist_band.hist_band_count_kernel, {
-            "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-            "stride_x": "i64", "seg_len": "i32", "bin_counts_ptr": "*i32"},
-            dict(NB=1024, BLOCK=1024), target, 4)
+        for merge in (False, True):
+            out["hist_band_count" + ("_merge" if merge else "")] = _compile(
+                hist_band.hist_band_count_kernel, {
+                    "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+                    "stride_x": "i64", "seg_len": "i32", "limit": "i32",
+                    "bin_counts_ptr": "*i32", "arrivals_ptr": "*i32"},
+                dict(NB=512, BLOCK=8192, MERGE=merge, STEPS=10), target, 8)
         out["hist_band_merge"] = _compile(hist_band.hist_band_merge_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "bin_counts_ptr": "*i32", "V": "i32",
-            "limit": "i32"}, dict(NB=1024, STEPS=11), target, 4)
+            "limit": "i32"}, dict(NB=512, STEPS=10), target, 4)
         for band in (True, False):
             tag = "_band" if band else ""
             out["wide_compact" + tag] = _compile(wide.wide_compact_kernel, {

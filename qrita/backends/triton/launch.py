@@ -182,6 +182,9 @@ class PipelineConfig:
     hist_band_percent: int = 50
     hist_block: int = 1024  # the histogram's tile (entries per ``tl.histogram`` call) and warps
     warps_hist: int = 4
+    # the band placed by the row's last counting program (one launch, counters kept zeroed
+    # between calls) instead of a fill, the counting launch and a merge launch
+    hist_one_launch: bool = False
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
@@ -254,6 +257,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         lean_mass = True  # as on the GPU
         hist_bins, hist_band_percent = 0, 50
         hist_block, warps_hist = 128, 4
+        hist_one_launch = False
         band_percent = 75
         round_split = 1
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
@@ -324,6 +328,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # mass bins summed per lane, ``levels``, were dropped: 82 us at B = 1 where the sampled
         # band takes 41, 4215 at B = 1024)
         hist_bins, hist_band_percent = _table_override("histband", (0, 50))
+        # ``histone=1x0``: the last counting program of each row places its band (no fill, no
+        # merge launch: the host work that slowed eager calls above). Not measured yet: off
+        hist_one_launch = _table_override("histone", (0, 0))[0] == 1
         hist_block, warps_hist = _table_override("histblock", (8192, 8))
         # 16-bit logits: the band spans a few keys with hundreds of copies each near T, and at
         # 75% of the slots its fullest segment overflows in ~40% of zipf top-p 0.9 rows (they
@@ -410,6 +417,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           lean_mass=lean_mass, hist_bins=hist_bins,
                           hist_band_percent=hist_band_percent,
                           hist_block=_tile_in_segment(hist_block, seg_len), warps_hist=warps_hist,
+                          hist_one_launch=hist_one_launch,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -510,6 +518,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     plan["band"] = dict(SAMPLE=cfg.band_sample, num_warps=cfg.warps_band)
     if cfg.hist_bins:
         plan["hist_count"] = dict(NB=cfg.hist_bins, BLOCK=cfg.hist_block,
+                                  MERGE=cfg.hist_one_launch, STEPS=cfg.hist_bins.bit_length(),
                                   num_warps=cfg.warps_hist)
         plan["hist_merge"] = dict(NB=cfg.hist_bins, STEPS=cfg.hist_bins.bit_length(),
                                   num_warps=cfg.warps_stream)
@@ -609,15 +618,21 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                         **plan[f"search_{band}"])
 
         if cfg.hist_bins:
-            # the row's bin counters: integer atomics add into them, zero first
-            bin_counts = torch.zeros((batch, cfg.hist_bins), dtype=torch.int32, device=x.device)
+            limit = int(cfg.max_band * cfg.hist_band_percent / 100)
+            if cfg.hist_one_launch:
+                counters = hist_band_scratch(batch * (cfg.hist_bins + 1), x.device)
+                bin_counts, arrivals = counters[batch:], counters[:batch]
+            else:
+                # the row's bin counters: integer atomics add into them, zero first
+                bin_counts = torch.zeros((batch, cfg.hist_bins), dtype=torch.int32,
+                                         device=x.device)
+                arrivals = bin_counts
             launch_site((site, "hist_count"), hist_band_count_kernel, grid_seg,
-                        x, row_info, row_f, vocab, stride_x, cfg.seg_len, bin_counts,
-                        **plan["hist_count"])
-            launch_site((site, "hist_merge"), hist_band_merge_kernel, (batch,),
-                        row_info, row_f, bin_counts, vocab,
-                        int(cfg.max_band * cfg.hist_band_percent / 100),
-                        **plan["hist_merge"])
+                        x, row_info, row_f, vocab, stride_x, cfg.seg_len, limit, bin_counts,
+                        arrivals, **plan["hist_count"])
+            if not cfg.hist_one_launch:
+                launch_site((site, "hist_merge"), hist_band_merge_kernel, (batch,),
+                            row_info, row_f, bin_counts, vocab, limit, **plan["hist_merge"])
         else:
             launch_site((site, "band"), wide_band_kernel, (batch,),
                         x, row_info, row_f, vocab, stride_x, cfg.max_band, **plan["band"])
@@ -679,6 +694,8 @@ def one_launch_words(batch: int, cfg: PipelineConfig) -> int:
 
 _KEPT_SCRATCH: dict = {}  # (device index, raw stream) -> the one-launch scratch kept between calls
 _KEPT_VIEWS: dict = {}  # (device index, raw stream, words) -> its first ``words`` words
+_KEPT_HIST: dict = {}  # the same for the hist band's counters (``hist_band_scratch``)
+_KEPT_HIST_VIEWS: dict = {}
 
 
 def _raw_stream(index: int) -> int:
@@ -711,17 +728,38 @@ def one_launch_scratch(batch: int, cfg: PipelineConfig, device: torch.device) ->
             or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "keep") != "keep"
             or (device.type == "cuda" and torch.cuda.is_current_stream_capturing())):
         return torch.zeros(words, dtype=torch.int32, device=device)
+    return _kept_buffer(_KEPT_SCRATCH, _KEPT_VIEWS, words, device)
+
+
+def _kept_buffer(store: dict, views: dict, words: int, device: torch.device) -> torch.Tensor:
+    """The first ``words`` int32 words of the buffer ``store`` keeps for the current (device,
+    stream), grown (a new zeroed buffer) when a call needs more; each size's view is kept in
+    ``views`` too, so a call's host work is a dictionary lookup."""
     place = (device.index, _raw_stream(device.index)) if device.type == "cuda" else (None, None)
-    view = _KEPT_VIEWS.get((*place, words))
+    view = views.get((*place, words))
     if view is not None:
         return view
-    kept = _KEPT_SCRATCH.get(place)
+    kept = store.get(place)
     if kept is None or kept.numel() < words:
-        for key in [key for key in _KEPT_VIEWS if key[:2] == place]:
-            del _KEPT_VIEWS[key]  # views of the buffer this one replaces
-        kept = _KEPT_SCRATCH[place] = torch.zeros(words, dtype=torch.int32, device=device)
-    view = _KEPT_VIEWS[(*place, words)] = kept[:words]
+        for key in [key for key in views if key[:2] == place]:
+            del views[key]  # views of the buffer this one replaces
+        kept = store[place] = torch.zeros(words, dtype=torch.int32, device=device)
+    view = views[(*place, words)] = kept[:words]
     return view
+
+
+def hist_band_scratch(words: int, device: torch.device) -> torch.Tensor:
+    """The one-launch hist band's counters (int32, ``words`` of them), all zero.
+
+    Kept between calls as the one-launch scratch is (``QRITA_ONE_LAUNCH_SCRATCH=keep``, the
+    default; ``zero``: a new zeroed buffer per call): every call leaves them all zero (each wide
+    row's last program zeroes its row's counters and arrival counter; other rows' are never
+    touched), so they need no fill. Calls made while a CUDA graph is captured take their own
+    zeroed buffer."""
+    if (os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "keep") != "keep"
+            or (device.type == "cuda" and torch.cuda.is_current_stream_capturing())):
+        return torch.zeros(words, dtype=torch.int32, device=device)
+    return _kept_buffer(_KEPT_HIST, _KEPT_HIST_VIEWS, words, device)
 
 
 @functools.lru_cache(maxsize=1024)
