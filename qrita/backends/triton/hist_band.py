@@ -8,8 +8,8 @@ entries in NB bins of ``d = M - x`` (M the row's max, exact from pass A) of widt
 the counts into the row's NB integer counters (integer atomics: their sum is the same in any
 order). A per-row merge (B programs) estimates each bin's mass from its count (the mean of
 ``exp(-d)`` over the bin), finds the bin where the mass from the top (the exact row mass less
-the estimated mass below) reaches the target, and widens the band around it, bin by bin on both sides, while it holds at most
-``limit`` entries. Its value range (widened by the float32 rounding of ``M - x``) becomes the
+the estimated mass below) reaches the target, and widens the band around it evenly on both
+sides while it holds at most ``limit`` entries. Its value range (widened by the float32 rounding of ``M - x``) becomes the
 band (row_i[5:7]) inside the interval pass A proved. With ``MERGE`` the row's last counting
 program does the merge itself (an integer arrival counter per row), and zeroes the counters
 behind it, so the call needs neither a fill nor a second launch.
@@ -22,6 +22,7 @@ take the key of +inf, as the sampled band does. Imports triton only.
 import triton
 import triton.language as tl
 
+from qrita.backends.triton.one_launch import arrive_last
 from qrita.backends.triton.primitives import KEY_NAN, order_key
 
 ROW_I: tl.constexpr = tl.constexpr(16)  # as in wide.py
@@ -78,9 +79,7 @@ def hist_band_count_kernel(
         tl.atomic_add(bin_counts_ptr + row64 * NB + bins, counts, mask=counts > 0, sem="relaxed")
     if MERGE:
         if mode == 3:
-            tl.debug_barrier()  # every thread's adds are done before the release
-            arrived = tl.atomic_add(arrivals_ptr + row64, 1, sem="acq_rel", scope="gpu")
-            if arrived == nseg - 1:
+            if arrive_last(arrivals_ptr, row64, nseg):
                 tl.debug_barrier()
                 # read the row's totals from where the atomics made them, and zero them
                 counts = tl.atomic_xchg(bin_counts_ptr + row64 * NB + bins,

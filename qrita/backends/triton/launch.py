@@ -180,8 +180,8 @@ class PipelineConfig:
     # ``hist_band_percent`` percent of ``max_band`` entries
     hist_bins: int = 0
     hist_band_percent: int = 50
-    hist_block: int = 1024  # the histogram's tile (entries per ``tl.histogram`` call) and warps
-    warps_hist: int = 4
+    hist_block: int = 8192  # the histogram's tile (entries per ``tl.histogram`` call) and warps
+    warps_hist: int = 8
     # the band placed by the row's last counting program (one launch, counters kept zeroed
     # between calls) instead of a fill, the counting launch and a merge launch
     hist_one_launch: bool = False
