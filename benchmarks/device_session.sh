@@ -1057,7 +1057,7 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s28b ]]; then  # call 2: the one-launch hist band counting a fixed sample of each tile (histsample=F: the first 1 / F), its test, then graph replays (profile) B = 1 to 1024 at F = 2, 4, 8, and the knob_ab eager check at the best
+if [[ $stage == s28b ]]; then  # call 2: the one-launch hist band counting a fixed sample of each tile (histsample=F: the first 1 / F), its test, then graph replays (profile) B = 1 to 1024 at F = 2, 4, 8, (the histsample knob is in 50fccb9 only: measured slower, removed)
   timeout "${HB_TESTS_S:-120}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
     tests/test_triton_masks.py -k test_hist_band_is_exact_and_hits 2>&1 \
     | tee "$OUT/pytest_hist_band.log" | grep -E "^E  |passed|failed" | cut -c1-300 | head -20

@@ -1002,9 +1002,8 @@ def test_gpu_one_launch_topk_mask(monkeypatch, dtype):
 
 
 
-@pytest.mark.parametrize("bins,one_launch,sample", [(256, False, 1), (1024, False, 1),
-                                                    (256, True, 1), (512, True, 4)])
-def test_hist_band_is_exact_and_hits(monkeypatch, bins, one_launch, sample):
+@pytest.mark.parametrize("bins,one_launch", [(256, False), (1024, False), (256, True)])
+def test_hist_band_is_exact_and_hits(monkeypatch, bins, one_launch):
     """The wide band placed from a count histogram of the row (``hist_bins``, the launch
     table's ``histband``) instead of from a sample: masks are the oracle's on every generator
     family and edge p, the histogram's kernels run instead of the band kernel, and the band
@@ -1012,9 +1011,7 @@ def test_hist_band_is_exact_and_hits(monkeypatch, bins, one_launch, sample):
     crossing bin can hold more entries than the band may, on the GPU's table). A wide row needs
     more entries than the slots: V is larger on a GPU, whose slots are. ``one_launch``
     (``hist_one_launch``): the row's last counting program places the band, no merge launch,
-    and the counters kept between calls are all zero after every call. ``sample``
-    (``hist_sample``): the histogram counts one tile's first 1 / sample only (hits checked on the
-    GPU's longer rows only)."""
+    and the counters kept between calls are all zero after every call."""
     from dataclasses import replace
 
     from qrita.backends.triton import hist_band, wide
@@ -1023,8 +1020,7 @@ def test_hist_band_is_exact_and_hits(monkeypatch, bins, one_launch, sample):
     table = launch_module.pipeline_config
     monkeypatch.setattr(launch_module, "pipeline_config",
                         lambda V, dtype: replace(table(V, dtype), hist_bins=bins,
-                                                 hist_one_launch=one_launch,
-                                                 hist_sample=sample))
+                                                 hist_one_launch=one_launch))
     monkeypatch.setenv("QRITA_ONE_LAUNCH_SCRATCH", "keep")
     monkeypatch.setattr(launch_module, "_KEPT_HIST", {})
     monkeypatch.setattr(launch_module, "_KEPT_HIST_VIEWS", {})
@@ -1054,6 +1050,4 @@ def test_hist_band_is_exact_and_hits(monkeypatch, bins, one_launch, sample):
             run_and_check(generators.to_dtype(smooth, dtype), dtype, None, p, stats=stats)
             assert (stats[:, 0].cpu().numpy() == 4).all(), stats[:, 0]
             finished = stats[:, 13].cpu().numpy() == 1
-            if sample > 1 and not ON_GPU:
-                continue  # a sample of a 1500-entry row is too small to place the band on
             assert (finished if p == 0.9 else finished[2:]).all(), (dtype, p, stats[:, 13])

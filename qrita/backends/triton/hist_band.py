@@ -45,14 +45,9 @@ def hist_band_count_kernel(
     V, stride_x, seg_len, limit,
     bin_counts_ptr, arrivals_ptr,
     NB: tl.constexpr, BLOCK: tl.constexpr, MERGE: tl.constexpr, STEPS: tl.constexpr,
-    SAMPLE_EVERY: tl.constexpr = 1,
 ):
     """One segment's count of entries in each of NB bins of ``M - x``, added into its row's
     counters. bin_counts : (B, NB) int32, zero before the launch.
-
-    SAMPLE_EVERY: count the first ``BLOCK // SAMPLE_EVERY`` entries of every BLOCK-entry tile
-    only (a fixed sample of the row: the band depends on the row alone, never on B); the band's
-    placement scales the counts back up.
 
     MERGE: the row's last program to arrive (an integer counter per row, arrivals : (B,) int32,
     zero before the launch; release / acquire) also places the band, as
@@ -69,7 +64,7 @@ def hist_band_count_kernel(
     if (mode == 3) & (not inf_mode):
         row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
         inv_width = 1.0 / _bin_width(row_f_ptr, row64, V, NB)
-        lanes = tl.arange(0, BLOCK // SAMPLE_EVERY)
+        lanes = tl.arange(0, BLOCK)
         counts = tl.zeros([NB], tl.int32)
         row_x = x_ptr + row64 * stride_x
         seg_start = seg * seg_len
@@ -90,8 +85,7 @@ def hist_band_count_kernel(
                 counts = tl.atomic_xchg(bin_counts_ptr + row64 * NB + bins,
                                         tl.zeros([NB], tl.int32), sem="relaxed", scope="gpu")
                 tl.store(arrivals_ptr + row64, 0)
-                _place_band(row_i_ptr, row_f_ptr, counts, row64, V, limit, NB, STEPS,
-                            SAMPLE_EVERY)
+                _place_band(row_i_ptr, row_f_ptr, counts, row64, V, limit, NB, STEPS)
 
 
 @triton.jit
@@ -117,23 +111,20 @@ def _band_bins(counts, crossing, limit, NB: tl.constexpr, STEPS: tl.constexpr):
 def hist_band_merge_kernel(
     row_i_ptr, row_f_ptr, bin_counts_ptr,
     V, limit,
-    NB: tl.constexpr, STEPS: tl.constexpr, SAMPLE_EVERY: tl.constexpr = 1,
+    NB: tl.constexpr, STEPS: tl.constexpr,
 ):
-    """Place each wide row's band (row_i[5:7] = b_lo + 1, b_hi) from its bin counts (of one
-    entry in SAMPLE_EVERY, as counted)."""
+    """Place each wide row's band (row_i[5:7] = b_lo + 1, b_hi) from its bin counts."""
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
     if tl.load(row_i_ptr + row64 * ROW_I) == 3:
         counts = tl.load(bin_counts_ptr + row64 * NB + tl.arange(0, NB))
-        _place_band(row_i_ptr, row_f_ptr, counts, row64, V, limit, NB, STEPS, SAMPLE_EVERY)
+        _place_band(row_i_ptr, row_f_ptr, counts, row64, V, limit, NB, STEPS)
 
 
 @triton.jit
 def _place_band(row_i_ptr, row_f_ptr, counts, row64, V, limit, NB: tl.constexpr,
-                STEPS: tl.constexpr, SAMPLE_EVERY: tl.constexpr):
-    """Write a wide row's band (row_i[5:7] = b_lo + 1, b_hi) from its NB bin counts (int32, of
-    one entry in SAMPLE_EVERY: scaled back up here)."""
-    counts = counts * SAMPLE_EVERY
+                STEPS: tl.constexpr):
+    """Write a wide row's band (row_i[5:7] = b_lo + 1, b_hi) from its NB bin counts (int32)."""
     info = row_i_ptr + row64 * ROW_I
     lo = tl.load(info + 9).to(tl.int64) - 1  # the interval pass A proved
     hi = tl.load(info + 10).to(tl.int64)

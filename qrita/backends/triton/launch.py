@@ -182,8 +182,6 @@ class PipelineConfig:
     hist_band_percent: int = 50
     hist_block: int = 8192  # the histogram's tile (entries per ``tl.histogram`` call) and warps
     warps_hist: int = 8
-    # the histogram counts the first ``hist_block // hist_sample`` entries of every tile only
-    hist_sample: int = 1
     # the band placed by the row's last counting program (one launch, counters kept zeroed
     # between calls) instead of a fill, the counting launch and a merge launch
     hist_one_launch: bool = False
@@ -259,7 +257,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         lean_mass = True  # as on the GPU
         hist_bins, hist_band_percent = 0, 50
         hist_block, warps_hist = 128, 4
-        hist_sample = 1
         hist_one_launch = False
         band_percent = 75
         round_split = 1
@@ -332,12 +329,15 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # band takes 41, 4215 at B = 1024)
         hist_bins, hist_band_percent = _table_override("histband", (0, 50))
         # ``histone=1x0``: the last counting program of each row places its band (no fill, no
-        # merge launch: the host work that slowed eager calls above). Not measured yet: off
+        # merge launch: the host work that slowed eager calls above). H200, V = 131072 fp32,
+        # zipf topp0.9, graph replay, us, sampled band -> histone: B = 1 163 -> 117, B = 8
+        # 163 -> 125, B = 64 196 -> 194, B = 1024 1484 -> 1760; eager B = 1 / 8 / 64 within the
+        # host's noise of the sampled band (medians of 5 rounds 214 / 272 / 354 vs 229 / 260 /
+        # 336). Counting a fixed 1 / 2 to 1 / 8 of each tile made the band miss more rows
+        # (gaussian B = 64 53 of 64 finish on it): slower (BENCHMARKS.md twenty-seventh
+        # session). Off: B >= 256 pays for B <= 8's gain
         hist_one_launch = _table_override("histone", (0, 0))[0] == 1
         hist_block, warps_hist = _table_override("histblock", (8192, 8))
-        # ``histsample=Fx0``: count one tile's first 1 / F only (the histogram's cost falls by
-        # about F where it is compute-bound, B >= 256; the placement gets noisier). Unmeasured
-        hist_sample = _table_override("histsample", (1, 0))[0]
         # 16-bit logits: the band spans a few keys with hundreds of copies each near T, and at
         # 75% of the slots its fullest segment overflows in ~40% of zipf top-p 0.9 rows (they
         # take the rounds); at 50% in ~4%, float32 unchanged (benchmarks/band_sim.py, a NumPy
@@ -424,8 +424,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           hist_band_percent=hist_band_percent,
                           hist_block=_tile_in_segment(hist_block, seg_len), warps_hist=warps_hist,
                           hist_one_launch=hist_one_launch,
-                          hist_sample=max(1, min(hist_sample,
-                                                 _tile_in_segment(hist_block, seg_len) // 16)),
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -527,9 +525,9 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     if cfg.hist_bins:
         plan["hist_count"] = dict(NB=cfg.hist_bins, BLOCK=cfg.hist_block,
                                   MERGE=cfg.hist_one_launch, STEPS=cfg.hist_bins.bit_length(),
-                                  SAMPLE_EVERY=cfg.hist_sample, num_warps=cfg.warps_hist)
+                                  num_warps=cfg.warps_hist)
         plan["hist_merge"] = dict(NB=cfg.hist_bins, STEPS=cfg.hist_bins.bit_length(),
-                                  SAMPLE_EVERY=cfg.hist_sample, num_warps=cfg.warps_stream)
+                                  num_warps=cfg.warps_stream)
     plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block),
                          num_warps=cfg.warps_round or cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split),
