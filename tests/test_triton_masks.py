@@ -580,23 +580,28 @@ def test_wide_rounds_stop_once_the_interval_fits(monkeypatch):
     assert any((rounds[None, p] < rounds[-1, p]).any() for p in (0.9, 0.99)), rounds
 
 
-@pytest.mark.parametrize("sparse_wide", [0, 64])
-def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide):
+@pytest.mark.parametrize("sparse_wide,flat", [(0, False), (64, False), (0, True)])
+def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide, flat):
     """The wide compaction's two ways of appending a tile (one by one, or a prefix sum: which one
-    a tile takes depends on the launch table's ``sparse_wide``) give the oracle's masks."""
+    a tile takes depends on the launch table's ``sparse_wide``) give the oracle's masks, with
+    its lanes as laid out by default or ``flat`` (``wide_flat``, ``wideflat``)."""
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import wide
 
     table = launch_module.pipeline_config
     monkeypatch.setattr(launch_module, "pipeline_config",
-                        lambda V, dtype: replace(table(V, dtype), sparse_wide=sparse_wide))
+                        lambda V, dtype: replace(table(V, dtype), sparse_wide=sparse_wide,
+                                                 wide_flat=flat))
+    launches = _site_launches(monkeypatch, wide.wide_compact_kernel)
     rng = np.random.default_rng(19)
     V = 1000
     x = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
                         generators.quantised(generators.gaussian_logits(2, V, 2.0, rng), 2)])
     for p in (0.9, 0.99):
         run_and_check(x, "float32", None, p)
+    assert any(kwargs.get("FLAT") == flat for _, _, kwargs in launches), launches
 
 
 def test_pass_a_append_limit_for_large_k_calls(monkeypatch):

@@ -185,6 +185,9 @@ class PipelineConfig:
     # the band placed by the row's last counting program (one launch, counters kept zeroed
     # between calls) instead of a fill, the counting launch and a merge launch
     hist_one_launch: bool = False
+    # the wide compaction's lanes as the compiler cannot prove contiguous (``wide_compact_kernel``
+    # FLAT: no layout conversion through shared memory per appending tile)
+    wide_flat: bool = False
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
@@ -258,6 +261,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         hist_bins, hist_band_percent = 0, 50
         hist_block, warps_hist = 128, 4
         hist_one_launch = False
+        wide_flat = False
         band_percent = 75
         round_split = 1
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
@@ -338,6 +342,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # session). Off: B >= 256 pays for B <= 8's gain
         hist_one_launch = _table_override("histone", (0, 0))[0] == 1
         hist_block, warps_hist = _table_override("histblock", (8192, 8))
+        # ``wideflat=1x0``: the wide compaction's FLAT lanes (sm90 SASS, 128 x 1: no shared
+        # memory round trips per appending tile, ~13% more instructions). Unmeasured: off
+        wide_flat = _table_override("wideflat", (0, 0))[0] == 1
         # 16-bit logits: the band spans a few keys with hundreds of copies each near T, and at
         # 75% of the slots its fullest segment overflows in ~40% of zipf top-p 0.9 rows (they
         # take the rounds); at 50% in ~4%, float32 unchanged (benchmarks/band_sim.py, a NumPy
@@ -424,6 +431,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           hist_band_percent=hist_band_percent,
                           hist_block=_tile_in_segment(hist_block, seg_len), warps_hist=warps_hist,
                           hist_one_launch=hist_one_launch,
+                          wide_flat=wide_flat,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -518,7 +526,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         block_c = (cfg.block_wide or block_cand) if band else cfg.block_wide2
         warps_c = (cfg.warps_wide or warps_cand) if band else cfg.warps_wide2
         plan[f"compact_{band}"] = dict(BLOCK=block_c, **seg, SPARSE=sparse_wide, BAND=band,
-                                       num_warps=warps_c)
+                                       FLAT=cfg.wide_flat, num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band,
                                       num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, num_warps=cfg.warps_band)

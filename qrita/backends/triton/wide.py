@@ -208,13 +208,18 @@ def wide_compact_kernel(
     V, stride_x, seg_len,
     cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
-    BAND: tl.constexpr,
+    BAND: tl.constexpr, FLAT: tl.constexpr = False,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
     BAND (the first wide launch, the interval is a band no round has measured): also the
     segment's count and mass above the band and the band's mass, part_i[..., 20] and
     part_f[..., 0:2], for :func:`wide_search_kernel` to check the band.
+
+    FLAT: the tile's lanes as the compiler cannot prove contiguous, so every step keeps one
+    entry per thread per row of the tile (32-bit loads, still coalesced) and the scattered
+    appends need no layout conversion through shared memory (sm90 SASS at 128 x 1: without it,
+    five conversions and two barriers per appending tile).
     """
     row = tl.program_id(0)
     seg = tl.program_id(1)
@@ -233,6 +238,8 @@ def wide_compact_kernel(
         lane_mass_band = tl.zeros([BLOCK], tl.float32)
         seg_start = seg * seg_len
         lanes = tl.arange(0, BLOCK)
+        if FLAT:
+            lanes = lanes ^ (mode - 3)  # mode is 3 here: the same lanes, contiguity unknown
         # key in (lo, hi] and key > hi as int32 compares per entry
         first, last = int32_bounds(lo, hi)
         after = tl.minimum(tl.maximum(hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
@@ -256,7 +263,7 @@ def wide_compact_kernel(
                 lane_mass_band += tl.where(take, w, 0.0)
             n_tile = tl.sum(take.to(tl.int32), axis=0)
             if n_tile > 0:
-                compact_tile(x, seg * seg_len + off, take, tl.arange(0, BLOCK), n_tile, count,
+                compact_tile(x, seg * seg_len + off, take, lanes, n_tile, count,
                              row_x, cand_val_ptr + cand, cand_idx_ptr + cand, BLOCK, CAP_SEG,
                              SPARSE)
             count += n_tile
