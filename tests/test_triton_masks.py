@@ -604,32 +604,6 @@ def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide, flat):
     assert any(kwargs.get("FLAT") == flat for _, _, kwargs in launches), launches
 
 
-def test_pass_a_flat_lanes_are_exact(monkeypatch):
-    """Pass A with its lanes as the compiler cannot prove contiguous (``cand_flat``, the launch
-    table's ``candflat``; the wide compaction's too): the masks of top-k, top-p and both are the
-    oracle's on every generator family, the candidates kernel running FLAT."""
-    from dataclasses import replace
-
-    from qrita.backends.triton import launch as launch_module
-    from qrita.backends.triton import pipeline
-
-    table = launch_module.pipeline_config
-    monkeypatch.setattr(launch_module, "pipeline_config",
-                        lambda V, dtype: replace(table(V, dtype), cand_flat=True,
-                                                 wide_flat=True))
-    launches = _site_launches(monkeypatch, pipeline.candidates_kernel)
-    rng = np.random.default_rng(23)
-    failures = []
-    for family, batch in generators._family_batches(1001, rng):
-        for k, p in ((1, None), (50, None), (None, 0.9), (20, 0.99)):
-            try:
-                run_and_check(batch[:3], "float32", k, p)
-            except AssertionError as err:
-                failures.append(f"{family}/k={k}/p={p}: {err}")
-    assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
-    assert launches and all(kwargs["FLAT"] for _, _, kwargs in launches)
-
-
 def test_pass_a_append_limit_for_large_k_calls(monkeypatch):
     """Pass A's one-by-one append limit may differ for calls with the top-k retry (a large or a
     per-row k: the launch table's ``sparselarge``): the masks and top_k's selections are the

@@ -245,7 +245,8 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "stride_x": "i64", "seg_len": "i32", "cand_val_ptr": "*fp32",
                 "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
                 "part_f_ptr": "*fp32"},
-                dict(BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, BAND=band),
+                dict(BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, BAND=band,
+                     FLAT=dtype == "float32"),  # FLAT lanes: the float32 table's (wide_flat)
                 target, 4)
             out["wide_search" + tag] = _compile(wide.wide_search_kernel, {
                 "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",

@@ -188,7 +188,6 @@ class PipelineConfig:
     # the wide compaction's lanes as the compiler cannot prove contiguous (``wide_compact_kernel``
     # FLAT: no layout conversion through shared memory per appending tile)
     wide_flat: bool = False
-    cand_flat: bool = False  # the same for pass A (``candidates_kernel`` FLAT)
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
@@ -263,7 +262,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         hist_block, warps_hist = 128, 4
         hist_one_launch = False
         wide_flat = False
-        cand_flat = False
         band_percent = 75
         round_split = 1
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
@@ -351,8 +349,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 387), topp0.99 1652 -> 1556, gaussian topp0.9 1546 -> 1462; bf16 (256 x 1 tiles)
         # 498 -> 506 us in the kernel: fp32 only (BENCHMARKS.md twenty-seventh session)
         wide_flat = _table_override("wideflat", (int(dtype == torch.float32), 0))[0] == 1
-        # ``candflat=1x0``: pass A's FLAT lanes. Unmeasured: off
-        cand_flat = _table_override("candflat", (0, 0))[0] == 1
+        # (pass A with FLAT lanes, measured at 436fe24: slower, B = 1024 fp32 zipf candidates us
+        # topp0.9 155.6 -> 168.2, k1000 ~244 -> 265.6: it is bound by its instructions, and
+        # appends are rare there. Not kept)
         # 16-bit logits: the band spans a few keys with hundreds of copies each near T, and at
         # 75% of the slots its fullest segment overflows in ~40% of zipf top-p 0.9 rows (they
         # take the rounds); at 50% in ~4%, float32 unchanged (benchmarks/band_sim.py, a NumPy
@@ -440,7 +439,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           hist_block=_tile_in_segment(hist_block, seg_len), warps_hist=warps_hist,
                           hist_one_launch=hist_one_launch,
                           wide_flat=wide_flat,
-                          cand_flat=cand_flat,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -519,8 +517,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     for again in (False, True):
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=sparse_cand, ONLY_RETRY=again,
-                                           LEAN=cfg.lean_mass and has_p, FLAT=cfg.cand_flat,
-                                           num_warps=warps_cand)
+                                           LEAN=cfg.lean_mass and has_p, num_warps=warps_cand)
         for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search
             # warps whatever the dense packing's

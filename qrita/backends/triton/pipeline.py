@@ -159,13 +159,8 @@ def candidates_kernel(
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
     SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr, LEAN: tl.constexpr = False,
-    FLAT: tl.constexpr = False,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
-
-    FLAT: the tile's lanes as the compiler cannot prove contiguous (as in
-    ``wide.wide_compact_kernel``): one entry per thread per row of the tile, so appending a
-    tile's candidates needs no layout conversion through shared memory.
 
     LEAN (with HAS_P; the default, ``lean=0x0`` turns it off): the masses are summed relative
     to a fixed reference, the first tile's largest finite entry (0 when it has none), with no
@@ -224,8 +219,6 @@ def candidates_kernel(
         lane_cand_mass = tl.zeros([BLOCK], tl.float32)
         lane_inf = tl.zeros([BLOCK], tl.int32)  # +inf entries, + 65536 x +inf candidates
         lanes = tl.arange(0, BLOCK)
-        if FLAT:
-            lanes = lanes ^ (V >> 31)  # V >= 0: the same lanes, contiguity unknown
         x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
         ref = zero_i.to(tl.float32)
         if HAS_P and LEAN:
