@@ -111,8 +111,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     0x0; ``searchb=0x0``: the usual warps)), pass A's one-by-one append limit (``sparse=Nx0``;
     ``sparselarge=Nx0`` for calls with the top-k retry), the one-launch kernels' pass A tile and
     append limit (``candone=TILEx0``, default 2048, up to the segment; ``sparseone=Nx0``,
-    default 0: prefix sums only), or the small-k search's slots per row (``capsmall=2048x0``;
-    ``0x0``: the usual)."""
+    default 0: prefix sums only), the small-k search's slots per row (``capsmall=2048x0``;
+    ``0x0``: the usual), or the wide compaction's FLAT lanes (``wideflat=1x0`` / ``0x0``;
+    default on for float32)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
