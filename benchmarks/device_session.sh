@@ -1085,7 +1085,7 @@ if [[ $stage == s28c ]]; then  # call 3: Nsight Compute on pass A and the wide b
     echo "ncu exit $?"; grep -E "wide_compact|candidates_kernel|write_mask|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Stall|Warp Cycles Per Issued|Issued Warp|No Eligible|ERR" "$OUT/ncu_compact.txt" | head -90
   fi
 fi
-if [[ $stage == s28b ]]; then  # call 2: the one-launch hist band counting a fixed sample of each tile (histsample=F: the first 1 / F), its test, then graph replays (profile) B = 1 to 1024 at F = 2, 4, 8, (the histsample knob is in 50fccb9 only: measured slower, removed)
+if [[ $stage == s28b ]]; then  # call 2: the one-launch hist band counting a fixed sample of each tile (histsample=F: the first 1 / F), its test, then graph replays (profile) B = 1 to 1024 at F = 2, 4, 8 (the histsample knob is in 50fccb9 only: measured slower, removed)
   timeout "${HB_TESTS_S:-120}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
     tests/test_triton_masks.py -k test_hist_band_is_exact_and_hits 2>&1 \
     | tee "$OUT/pytest_hist_band.log" | grep -E "^E  |passed|failed" | cut -c1-300 | head -20

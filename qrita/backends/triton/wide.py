@@ -219,7 +219,7 @@ def wide_compact_kernel(
     FLAT: the tile's lanes as the compiler cannot prove contiguous, so every step keeps one
     entry per thread per row of the tile (32-bit loads, still coalesced) and the scattered
     appends need no layout conversion through shared memory (sm90 SASS at 128 x 1: without it,
-    five conversions and two barriers per appending tile).
+    four conversions, with four barriers, per appending tile).
     """
     row = tl.program_id(0)
     seg = tl.program_id(1)
