@@ -61,6 +61,19 @@ def band(row: np.ndarray, p: float, max_band: float, widen: bool) -> tuple[int, 
     return b_lo, b_hi
 
 
+def widen_to_bins(b_lo: int, b_hi: int, shift: int, bins: int) -> tuple[int, int, bool]:
+    """The keyed band of a 16-bit row (``wide.widen_to_bins``, without the proven interval's
+    clip): a band spanning at most ``bins`` values, widened evenly to ``bins`` values."""
+    b_lo, b_hi = max(b_lo, -(2**31) + 8388607), min(b_hi, 2**31 - 1)  # above NaN's key
+    first, last = (b_lo + 1) >> shift, b_hi >> shift
+    spare = bins - 1 - (last - first)
+    if spare < 0:
+        return b_lo, b_hi, False
+    first -= spare // 2
+    last = first + bins - 1
+    return (first << shift) - 1, (last << shift) | ((1 << shift) - 1), True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=64)
@@ -69,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap-seg", type=int, default=256)
     ap.add_argument("--no-widen", action="store_true")
     ap.add_argument("--dtypes", default="float32,bfloat16", help="of float32, bfloat16, float16")
+    ap.add_argument("--key-bins", type=int, default=0,
+                    help="16-bit rows: the keyed band (wide.widen_to_bins): a band spanning at "
+                         "most this many values is widened to that many and counted per value "
+                         "(it finishes whenever it holds T); 0: off")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     for name, x32 in [("zipf", generators.zipf_logits(args.rows, V, 1.1, rng)),
@@ -78,9 +95,16 @@ def main(argv: list[str] | None = None) -> int:
         for dtype in args.dtypes.split(","):
             x = rounded[dtype]
             held = finished = 0
-            entries, per_seg, distinct = [], [], []
+            entries, per_seg, distinct, spans = [], [], [], []
+            shift = {"bfloat16": 16, "float16": 13}.get(dtype, 0)
+            keyed_rows = 0
             for row in x:
                 b_lo, b_hi = band(row, args.p, args.max_band, not args.no_widen)
+                keyed = False
+                if args.key_bins and shift:
+                    b_lo, b_hi, keyed = widen_to_bins(b_lo, b_hi, shift, args.key_bins)
+                    keyed_rows += keyed
+                spans.append((b_hi >> shift) - ((b_lo + 1) >> shift) + 1 if shift else 0)
                 keep = oracle.keep_mask(row[None], None, args.p)[0]
                 keys = order_key(row)
                 T = int(keys[keep].min())
@@ -92,11 +116,14 @@ def main(argv: list[str] | None = None) -> int:
                 distinct.append(n_keys)
                 if b_lo < T <= b_hi:
                     held += 1
-                    finished += seg_max <= args.cap_seg or n_keys == 1
+                    finished += seg_max <= args.cap_seg or n_keys == 1 or keyed
             print(f"{name:8s} {dtype:8s} p={args.p}: band holds T {held}/{len(x)}, finishes "
                   f"{finished}/{len(x)}; entries median {int(np.median(entries))} max "
                   f"{max(entries)}; fullest segment median {int(np.median(per_seg))} "
-                  f"(slots {args.cap_seg}); distinct keys median {int(np.median(distinct))}")
+                  f"(slots {args.cap_seg}); distinct keys median {int(np.median(distinct))}"
+                  + (f"; values spanned median {int(np.median(spans))} max {max(spans)}"
+                     if shift else "")
+                  + (f"; keyed rows {keyed_rows}" if args.key_bins and shift else ""))
     return 0
 
 

@@ -1056,3 +1056,59 @@ def test_hist_band_is_exact_and_hits(monkeypatch, bins, one_launch):
             assert (stats[:, 0].cpu().numpy() == 4).all(), stats[:, 0]
             finished = stats[:, 13].cpu().numpy() == 1
             assert (finished if p == 0.9 else finished[2:]).all(), (dtype, p, stats[:, 13])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_keyed_band_is_exact_and_finishes_tied_rows(monkeypatch, dtype):
+    """16-bit rows count their band per value (``key_shift``, the launch table's ``keyband``):
+    masks are the oracle's on every generator family and edge p, and on rows whose boundary
+    value has more copies than the slots (rows of a few dozen neighbouring 16-bit values,
+    hundreds of copies each) the band finishes the row (stats column 13, no 16-way round),
+    where the compacted band (``key_shift`` 0) overflows and takes the rounds: the same masks
+    both ways."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import wide
+
+    table = launch_module.pipeline_config
+    rng = np.random.default_rng(47)
+    V = 65537 if ON_GPU else 1999
+    # N(4, step^2): the step of the dtype's values in [4, 8), about a dozen values per row
+    step = {"bfloat16": 2.0**-5, "float16": 2.0**-8}[dtype]
+    tied = (4.0 + step * rng.standard_normal((3, V))).astype(np.float32)
+    tied = np.concatenate([tied, generators.zipf_logits(1, V, 1.1, rng)])
+    stats_by = {}
+    for keyed in (True, False):
+        def config(V, dtype, keyed=keyed):
+            cfg = table(V, dtype)
+            return cfg if keyed else replace(cfg, key_shift=0)
+
+        monkeypatch.setattr(launch_module, "pipeline_config", config)
+        assert (config(V, getattr(torch, dtype)).key_shift > 0) == keyed
+        launches = _site_launches(monkeypatch, wide.wide_compact_kernel)
+        for p in (0.9, 0.99):
+            stats = torch.zeros((tied.shape[0], ops.STATS_WIDTH), dtype=torch.int32,
+                                device=DEVICE)
+            out = run_and_check(generators.to_dtype(tied, dtype), dtype, None, p, stats=stats)
+            stats_by[keyed, p] = (_host(stats), _host(out).astype(np.float32).view(np.int32))
+        shifts = {kwargs["KEY_SHIFT"] for _, _, kwargs in launches if kwargs["BAND"]}
+        assert shifts == {({"bfloat16": 16, "float16": 13}[dtype] if keyed else 0)}, shifts
+    for p in (0.9, 0.99):
+        keyed_stats, keyed_out = stats_by[True, p]
+        plain_stats, plain_out = stats_by[False, p]
+        np.testing.assert_array_equal(keyed_out, plain_out)
+        assert (keyed_stats[:, 0] == 4).all(), keyed_stats[:, 0]
+        # every row finishes on the keyed band; the tied rows overflow the compacted band
+        assert (keyed_stats[:, 13] == 1).all() and (keyed_stats[:, 4] == 0).all(), keyed_stats
+        if p == 0.9:
+            assert (plain_stats[:3, 4] > 0).all(), plain_stats[:, 4]
+    monkeypatch.setattr(launch_module, "pipeline_config", table)
+    failures = []
+    for family, batch in generators._family_batches(V, rng):
+        for p in (1e-7, 0.5, 0.9, 0.99, 1 - 1e-6):
+            try:
+                run_and_check(generators.to_dtype(batch[:3], dtype), dtype, None, p)
+            except AssertionError as err:
+                failures.append(f"{family}/p={p}: {err}")
+    assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])

@@ -217,9 +217,12 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 reject_split.reject_split_check_kernel, {**head, "phase": "i32", **tail},
                 {**split_flags, "FINISH": finish}, target, 8)
 
+        # the keyed band of 16-bit rows (the launch table's key_shift)
+        key_shift = {"bfloat16": 16, "float16": 13}.get(dtype, 0)
         out["wide_band"] = _compile(wide.wide_band_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-            "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample), target, 4)
+            "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample, KEY_SHIFT=key_shift),
+            target, 4)
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "seg_len": "i32", "fit": "i32", "part_i_ptr": "*i32",
@@ -246,7 +249,8 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
                 "part_f_ptr": "*fp32"},
                 dict(BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, BAND=band,
-                     FLAT=dtype == "float32"),  # FLAT lanes: the float32 table's (wide_flat)
+                     FLAT=dtype == "float32",  # FLAT lanes: the float32 table's (wide_flat)
+                     KEY_SHIFT=key_shift if band else 0),
                 target, 4)
             out["wide_search" + tag] = _compile(wide.wide_search_kernel, {
                 "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
@@ -254,7 +258,8 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "V": "i32", "stride_x": "i64",
                 "stride_out": "i64", "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}",
                 "seg_before_ptr": "*i32"},
-                dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, BAND=band), target, 8)
+                dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, BAND=band,
+                     KEY_SHIFT=key_shift if band else 0), target, 8)
     common = {"x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
               "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "seg_before_ptr": "*i32", "V": "i32",
               "stride_x": "i64", "seg_len": "i32"}

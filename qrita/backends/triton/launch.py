@@ -36,6 +36,7 @@ from qrita.backends.triton.reject_split import (
 )
 from qrita.backends.triton.reject_topp import reject_topp_sample_kernel
 from qrita.backends.triton.wide import (
+    KEY_PART,
     wide_band_kernel,
     wide_compact_kernel,
     wide_narrow_kernel,
@@ -112,8 +113,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     ``sparselarge=Nx0`` for calls with the top-k retry), the one-launch kernels' pass A tile and
     append limit (``candone=TILEx0``, default 2048, up to the segment; ``sparseone=Nx0``,
     default 0: prefix sums only), the small-k search's slots per row (``capsmall=2048x0``;
-    ``0x0``: the usual), or the wide compaction's FLAT lanes (``wideflat=1x0`` / ``0x0``;
-    default on for float32)."""
+    ``0x0``: the usual), the wide compaction's FLAT lanes (``wideflat=1x0`` / ``0x0``;
+    default on for float32), or the keyed band of 16-bit rows (``keyband=0x0``: off)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -189,6 +190,10 @@ class PipelineConfig:
     # the wide compaction's lanes as the compiler cannot prove contiguous (``wide_compact_kernel``
     # FLAT: no layout conversion through shared memory per appending tile)
     wide_flat: bool = False
+    # 16-bit logits: the wide band counted per value (``wide.keyed_band``) when it spans at most
+    # ``wide.KEY_BINS`` values: the low bits its float32 keys share (16 for bfloat16, 13 for
+    # float16; 0: off, always for float32)
+    key_shift: int = 0
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
@@ -405,6 +410,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 58.4 -> 43.9 (BENCHMARKS.md twenty-second session)
         cand_small_kp = _table_override("candsmallkp", (1, 0))[0] == 1
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
+    # the keyed band of 16-bit rows (``keyband=1x0`` / ``0x0``; also in the interpreter, so CI
+    # runs it): the band's values counted, not copied, so a band holding T always finishes the
+    # row, whatever its copies. Before it, a bf16 zipf top-p 0.99 row's band (a few values with
+    # thousands of copies near T) overflowed the slots in every row: B = 1024 took 7461 us on
+    # the H200 (BENCHMARKS.md twenty-seventh session)
+    key_shift = {torch.bfloat16: 16, torch.float16: 13}.get(dtype, 0)
+    key_shift = key_shift if _table_override("keyband", (1, 0))[0] == 1 else 0
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
@@ -439,7 +451,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           hist_band_percent=hist_band_percent,
                           hist_block=_tile_in_segment(hist_block, seg_len), warps_hist=warps_hist,
                           hist_one_launch=hist_one_launch,
-                          wide_flat=wide_flat,
+                          wide_flat=wide_flat, key_shift=key_shift,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -533,11 +545,13 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         # bandwidth, bounds them)
         block_c = (cfg.block_wide or block_cand) if band else cfg.block_wide2
         warps_c = (cfg.warps_wide or warps_cand) if band else cfg.warps_wide2
+        key_shift = cfg.key_shift if band else 0
         plan[f"compact_{band}"] = dict(BLOCK=block_c, **seg, SPARSE=sparse_wide, BAND=band,
-                                       FLAT=cfg.wide_flat, num_warps=warps_c)
-        plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band,
+                                       FLAT=cfg.wide_flat, KEY_SHIFT=key_shift, num_warps=warps_c)
+        plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       num_warps=cfg.warps_search)
-    plan["band"] = dict(SAMPLE=cfg.band_sample, num_warps=cfg.warps_band)
+    plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
+                        num_warps=cfg.warps_band)
     if cfg.hist_bins:
         plan["hist_count"] = dict(NB=cfg.hist_bins, BLOCK=cfg.hist_block,
                                   MERGE=cfg.hist_one_launch, STEPS=cfg.hist_bins.bit_length(),
@@ -555,12 +569,15 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     """All scratch of one call in one allocation (int32 words; float32 parts are views).
 
     Size per row: cap candidates x 8 bytes + 60 bytes per segment + 36 bytes, i.e.
-    O(B x cap), never O(V) per program (the 36 bytes: 52 since the band kernel reads the row mass).
+    O(B x cap), never O(V) per program (the 36 bytes: 52 since the band kernel reads the row mass);
+    with top-p's wide stage, 32 words per segment and round part, 16 more (``wide.KEY_PART``,
+    the keyed band's value counts, 16-bit rows).
     """
     names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
              "part_f", "row_info")
     widths = (1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 8,
-              cfg.nseg * cfg.round_split * 32 if wide else 0,
+              cfg.nseg * max(cfg.round_split * 32, KEY_PART.value if cfg.key_shift else 0)
+              if wide else 0,
               cfg.nseg * cfg.round_split * 16 if wide else 0,
               0 if row_info is not None else ROW_INFO)
     # one allocation and one split (flat per-part chunks: the kernels index rows themselves);

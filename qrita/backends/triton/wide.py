@@ -16,12 +16,14 @@ import triton.language as tl
 
 from qrita.backends.triton.fallback import full_row_search, top_p_budget, write_row_decide
 from qrita.backends.triton.primitives import (
+    KEY_FLOOR,
     KEY_MAX,
     KEY_NAN,
     band_interval,
     compact_tile,
     int32_bounds,
     key_to_value,
+    order_key,
     rank_key,
     search_in_registers,
     weights_of,
@@ -33,6 +35,20 @@ SEG_I: tl.constexpr = tl.constexpr(8)
 PART: tl.constexpr = tl.constexpr(32)  # per segment: 16 counts, key min, key max
 WAYS: tl.constexpr = tl.constexpr(16)
 BAND_ABOVE: tl.constexpr = tl.constexpr(20)  # part_i slot of a segment's count above the band
+# the keyed band of 16-bit rows (KEY_SHIFT > 0): one count per value, KEY_BINS values at most;
+# part_i holds KEY_PART words per segment (KEY_BINS counts, then the count above the band), for
+# the rows that compact their band too (one launch: one layout)
+KEY_BINS: tl.constexpr = tl.constexpr(64)
+KEY_PART: tl.constexpr = tl.constexpr(80)
+
+
+@triton.jit
+def _above_slot(slot, KEY_SHIFT: tl.constexpr):
+    """part_i's word of a segment's count above the band (slot = row * nseg + segment)."""
+    if KEY_SHIFT > 0:
+        return slot * KEY_PART + KEY_BINS
+    else:
+        return slot * PART + BAND_ABOVE
 
 
 @triton.jit
@@ -73,17 +89,72 @@ def _narrowing(row_i_ptr, row64, mode, lo, hi, fit):
 
 
 @triton.jit
+def keyed_band(b_lo, b_hi, KEY_SHIFT: tl.constexpr):
+    """The band (b_lo, b_hi] (int64 keys) of a 16-bit row as values: the index of its first value
+    (``key >> KEY_SHIFT``: a 16-bit value's float32 key has its low KEY_SHIFT bits all equal, 16
+    for bfloat16 and 13 for float16, so the index names the value) and whether its values fit
+    the KEY_BINS counts (and the band lies above NaN's key). Every kernel decides it this way."""
+    first_value = (b_lo + 1) >> KEY_SHIFT
+    last_value = b_hi >> KEY_SHIFT
+    keyed = (last_value - first_value < KEY_BINS) & (b_lo >= KEY_FLOOR - 1) & (b_hi > b_lo)
+    return first_value, keyed
+
+
+@triton.jit
+def value_key(value_index, KEY_SHIFT: tl.constexpr):
+    """The int32 rank key of the 16-bit value with index ``value_index`` (int64, see
+    :func:`keyed_band`): the low bits are zeros for keys >= 0 and ones below (a negative float's
+    key is its bits with all but the sign flipped)."""
+    low = tl.where(value_index < 0, (1 << KEY_SHIFT) - 1, 0)
+    return ((value_index << KEY_SHIFT) | low).to(tl.int32)
+
+
+@triton.jit
+def widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT: tl.constexpr):
+    """A keyed band (:func:`keyed_band`) widened evenly to KEY_BINS values, inside the interval
+    (lo, hi] pass A proved (the side that reaches its end gives its share to the other): its
+    counts are exact per value, so a wider band costs nothing and misses T less. Both are cut
+    to the keys a row can hold first: none above the row's max, none but NaN's below -inf's.
+    A band open below takes the KEY_BINS values from its top down. Any other band (more values
+    than KEY_BINS between two sampled keys) is returned as it is."""
+    top_key = tl.max(order_key(tl.full([1], 0.0, tl.float32) + row_max), axis=0).to(tl.int64)
+    top_key = tl.where(inf_mode, KEY_MAX, top_key)
+    hi = tl.minimum(hi, top_key)
+    b_hi_held = tl.minimum(b_hi, top_key)
+    lo_finite = tl.maximum(lo, KEY_FLOOR - 1)  # (below it only NaN's key, of weight 0)
+    b_lo_finite = tl.maximum(b_lo, lo_finite)
+    first_value, keyed = keyed_band(b_lo_finite, b_hi_held, KEY_SHIFT)
+    last_value = b_hi_held >> KEY_SHIFT
+    proven_first = (lo_finite + 1) >> KEY_SHIFT
+    proven_last = hi >> KEY_SHIFT
+    # a band open below (T̂ under the sample's lowest ranks; the row's min is not known): the
+    # KEY_BINS values from its top down
+    open_below = (b_lo_finite == lo_finite) & (b_hi_held > b_lo_finite)
+    first_value = tl.where(keyed | (not open_below), first_value,
+                           tl.maximum(last_value - (KEY_BINS - 1), proven_first))
+    keyed = keyed | open_below
+    spare = KEY_BINS - 1 - (last_value - first_value)
+    first = tl.maximum(first_value - spare // 2, proven_first)
+    last = tl.minimum(first + (KEY_BINS - 1), proven_last)
+    first = tl.maximum(tl.minimum(first, last - (KEY_BINS - 1)), proven_first)
+    wide_lo = tl.maximum(tl.maximum((first << KEY_SHIFT) - 1, lo), KEY_FLOOR - 1)
+    wide_hi = tl.minimum((last << KEY_SHIFT) | ((1 << KEY_SHIFT) - 1), hi)
+    return tl.where(keyed, wide_lo, b_lo), tl.where(keyed, wide_hi, b_hi)
+
+
+@triton.jit
 def wide_band_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, max_band,
-    SAMPLE: tl.constexpr,
+    SAMPLE: tl.constexpr, KEY_SHIFT: tl.constexpr = 0,
 ):
     """Place the band of each wide row (mode 3) from a SAMPLE-entry sample of the row:
     row_i[5:7] = (b_lo + 1, b_hi) inside the interval pass A proved (row_i[9:11]). A launch of
     its own, grid (B,): inside the per-row search kernel it took 297 µs at B = 1024, V = 131072
     (fp32 zipf top-p 0.9, H200), here 235 (BENCHMARKS.md, thirteenth session; placed from the
     sorted sample instead, one bitonic sort and a cumulative sum: 430). max_band : entries the
-    band aims below."""
+    band aims below. KEY_SHIFT (16-bit rows): a band of at most KEY_BINS values is widened to
+    KEY_BINS values (:func:`widen_to_values`)."""
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
     info = row_i_ptr + row64 * ROW_I
@@ -97,6 +168,8 @@ def wide_band_kernel(
         row_x = x_ptr + row64 * stride_x
         b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target, inf_mode,
                                    max_band, SAMPLE)
+        if KEY_SHIFT > 0:
+            b_lo, b_hi = widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT)
         tl.store(info + 5, (b_lo + 1).to(tl.int32))
         tl.store(info + 6, b_hi.to(tl.int32))
 
@@ -203,12 +276,51 @@ def wide_narrow_kernel(
 
 
 @triton.jit
+def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i_ptr,
+                       part_f_ptr, row64, seg, nseg, b_lo, b_hi, first_value,
+                       BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr):
+    """One segment's count of each value of a keyed band (b_lo, b_hi] (part_i[slot * KEY_PART
+    + j]: value first_value + j), its count and mass above the band (part_i[... + KEY_BINS],
+    part_f[slot * WAYS]) and the band's entries (seg_i). Integer counts: exact, in any order."""
+    row_x = x_ptr + row64 * stride_x
+    row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
+    inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
+    first, last = int32_bounds(b_lo, b_hi)
+    after = tl.minimum(tl.maximum(b_hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
+    first_value32 = first_value.to(tl.int32)
+    value_counts = tl.zeros([KEY_BINS], tl.int32)
+    lane_above = tl.zeros([BLOCK], tl.int32)
+    lane_mass_above = tl.zeros([BLOCK], tl.float32)
+    seg_start = seg * seg_len
+    lanes = tl.arange(0, BLOCK)
+    x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
+    for off in range(0, seg_len, BLOCK):
+        offs = seg_start + off + lanes
+        valid = offs < V
+        x = x_next.to(tl.float32)
+        next_offs = offs + BLOCK
+        x_next = tl.load(row_x + next_offs,
+                         mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
+        key = rank_key(x, False)
+        inside = valid & (key >= first) & (key <= last)
+        above = valid & (key >= after)
+        lane_above += above.to(tl.int32)
+        lane_mass_above += tl.where(above, weights_of(x, row_max, inf_mode), 0.0)
+        value_counts += tl.histogram((key >> KEY_SHIFT) - first_value32, KEY_BINS, mask=inside)
+    slot = row64 * nseg + seg
+    tl.store(part_i_ptr + slot * KEY_PART + tl.arange(0, KEY_BINS), value_counts)
+    tl.store(part_i_ptr + _above_slot(slot, KEY_SHIFT), tl.sum(lane_above, axis=0))
+    tl.store(part_f_ptr + slot * WAYS + 0, tl.sum(lane_mass_above, axis=0))
+    tl.store(seg_i_ptr + slot * SEG_I, tl.sum(value_counts, axis=0))
+
+
+@triton.jit
 def wide_compact_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, seg_len,
     cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
-    BAND: tl.constexpr, FLAT: tl.constexpr = False,
+    BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -220,13 +332,27 @@ def wide_compact_kernel(
     entry per thread per row of the tile (32-bit loads, still coalesced) and the scattered
     appends need no layout conversion through shared memory (sm90 SASS at 128 x 1: without it,
     four conversions, with four barriers, per appending tile).
+
+    KEY_SHIFT (with BAND, 16-bit rows): a band of at most KEY_BINS values (:func:`keyed_band`) is
+    counted per value instead (:func:`_count_band_values`), nothing is copied; any other band
+    is compacted.
     """
     row = tl.program_id(0)
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
     row64 = (row * 0).to(tl.int64) + row
     mode = tl.load(row_i_ptr + row64 * ROW_I)
-    if mode == 3:
+    keyed = mode < 0  # (False)
+    if KEY_SHIFT > 0:
+        if BAND:
+            if mode == 3:
+                b_lo, b_hi = _interval(row_i_ptr, row64)
+                first_value, keyed = keyed_band(b_lo, b_hi, KEY_SHIFT)
+                if keyed:
+                    _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr,
+                                       part_i_ptr, part_f_ptr, row64, seg, nseg, b_lo, b_hi,
+                                       first_value, BLOCK, KEY_SHIFT)
+    if (mode == 3) & (not keyed):
         lo, hi = _interval(row_i_ptr, row64)
         cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
         row_x = x_ptr + row64 * stride_x
@@ -270,7 +396,7 @@ def wide_compact_kernel(
         slot = row64 * nseg + seg
         tl.store(seg_i_ptr + slot * SEG_I, count)
         if BAND:
-            tl.store(part_i_ptr + slot * PART + BAND_ABOVE, tl.sum(lane_above, axis=0))
+            tl.store(part_i_ptr + _above_slot(slot, KEY_SHIFT), tl.sum(lane_above, axis=0))
             tl.store(part_f_ptr + slot * WAYS + 0, tl.sum(lane_mass_above, axis=0))
             tl.store(part_f_ptr + slot * WAYS + 1, tl.sum(lane_mass_band, axis=0))
 
@@ -323,11 +449,58 @@ def _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, hi, copies, mass
 
 
 @triton.jit
+def _value_counts(part_i_ptr, row64, nseg, NSEG_P2: tl.constexpr):
+    """A keyed band's counts per segment and value, (NSEG_P2, KEY_BINS) int32 (0 past nseg)."""
+    segs = tl.arange(0, NSEG_P2)
+    bins = tl.arange(0, KEY_BINS)
+    return tl.load(part_i_ptr + (row64 * nseg + segs)[:, None] * KEY_PART + bins[None, :],
+                   mask=(segs < nseg)[:, None], other=0)
+
+
+@triton.jit
+def _value_masses(counts, first_value, row_max, inf_mode, KEY_SHIFT: tl.constexpr):
+    """Each value's mass, its count times its weight (every copy of a value weighs the same)."""
+    keys = value_key(first_value + tl.arange(0, KEY_BINS), KEY_SHIFT)
+    return counts.to(tl.float32) * weights_of(key_to_value(keys), row_max, inf_mode)
+
+
+@triton.jit
+def _finish_keyed(part_i_ptr, info, seg_before_ptr, row64, nseg, first_value, mass_above,
+                  target, row_max, inf_mode, KEY_SHIFT: tl.constexpr, NSEG_P2: tl.constexpr):
+    """A keyed band that holds T: T is its largest occupied value whose mass from the top (the
+    mass above the band, then the band's values downwards) reaches the target, else its smallest
+    occupied value (as the pivot search decides, :func:`search_in_registers`); the tie budget
+    and each segment's copies of T before it follow from the counts (mode 4)."""
+    bins = tl.arange(0, KEY_BINS)
+    seg_counts = _value_counts(part_i_ptr, row64, nseg, NSEG_P2)
+    counts = tl.sum(seg_counts, axis=0)
+    mass = _value_masses(counts, first_value, row_max, inf_mode, KEY_SHIFT)
+    occupied = counts > 0
+    mass_from_top = mass_above + tl.cumsum(mass, axis=0, reverse=True)
+    t_bin = tl.max(tl.where(occupied & (mass_from_top >= target), bins, -1), axis=0)
+    t_bin = tl.where(t_bin < 0, tl.min(tl.where(occupied, bins, KEY_BINS), axis=0), t_bin)
+    at_t = bins == t_bin
+    copies = tl.sum(tl.where(at_t, counts, 0), axis=0)
+    mass_gt = mass_above + tl.sum(tl.where(bins > t_bin, mass, 0.0), axis=0)
+    T = value_key(first_value + t_bin, KEY_SHIFT)
+    w_t = weights_of(key_to_value(T), row_max, inf_mode)
+    budget = top_p_budget(target, mass_gt, w_t, copies)
+    segs = tl.arange(0, NSEG_P2)
+    seg_ties = tl.sum(tl.where(at_t[None, :], seg_counts, 0), axis=1)
+    tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_ties, axis=0) - seg_ties,
+             mask=segs < nseg)
+    tl.store(info + 0, 4)
+    tl.store(info + 1, T)
+    tl.store(info + 2, budget)
+
+
+@triton.jit
 def wide_search_kernel(
     x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr,
     V, stride_x, stride_out, fill, nseg,
     out_ptr, seg_before_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, BAND: tl.constexpr,
+    KEY_SHIFT: tl.constexpr = 0,
 ):
     """Finish a wide row from its compacted interval: pivot search and tie counting (mode 4, the
     segments write the row).
@@ -336,6 +509,8 @@ def wide_search_kernel(
     masses above it say whether it holds T. If it does and its entries fit (or it is one key),
     finish; otherwise narrow the interval pass A proved to the side of the band that holds T (or
     to the band, when it holds T but overflowed) and leave the row (mode 3) to the rounds.
+    A keyed band (KEY_SHIFT, :func:`keyed_band`) was counted per value: it finishes whenever it
+    holds T (:func:`_finish_keyed`), however many copies its values have.
     Not BAND (after the rounds): finish, or if a segment overflowed, the exact single-program
     fallback (mode 2, written here).
     """
@@ -356,12 +531,21 @@ def wide_search_kernel(
             b_lo, b_hi = _interval(row_i_ptr, row64)
             target = tl.load(row_f_ptr + row64 * ROW_F + 1)
             part = (row64 * nseg + segs)
-            cnt_above = tl.sum(tl.load(part_i_ptr + part * PART + BAND_ABOVE, mask=seg_ok,
-                                       other=0), axis=0)
+            if KEY_SHIFT > 0:
+                first_value, keyed = keyed_band(b_lo, b_hi, KEY_SHIFT)
+            else:
+                first_value, keyed = b_lo, mode < 0
             mass_above = tl.sum(tl.load(part_f_ptr + part * WAYS + 0, mask=seg_ok, other=0.0),
                                 axis=0)
-            mass_band = tl.sum(tl.load(part_f_ptr + part * WAYS + 1, mask=seg_ok, other=0.0),
-                               axis=0)
+            cnt_above = tl.sum(tl.load(part_i_ptr + _above_slot(part, KEY_SHIFT), mask=seg_ok,
+                                       other=0), axis=0)
+            if keyed:
+                value_counts = _value_counts(part_i_ptr, row64, nseg, NSEG_P2)
+                mass_band = tl.sum(_value_masses(tl.sum(value_counts, axis=0), first_value,
+                                                 row_max, inf_mode, KEY_SHIFT), axis=0)
+            else:
+                mass_band = tl.sum(tl.load(part_f_ptr + part * WAYS + 1, mask=seg_ok,
+                                           other=0.0), axis=0)
             n_band = tl.sum(seg_cnt, axis=0)
             # the interval pass A proved, (lo, hi], with its counts above lo / hi
             lo = tl.load(info + 9).to(tl.int64) - 1
@@ -373,12 +557,17 @@ def wide_search_kernel(
             # mass comparison alone may point at an empty side
             t_above = (mass_above >= target) & (cnt_above > cnt_hi)
             t_below = (mass_above + mass_band < target) & (cnt_lo > cnt_above + n_band)
-            if (not t_above) & (not t_below) & fits:
+            in_band = (not t_above) & (not t_below)
+            if keyed & in_band & (n_band > 0):
+                _finish_keyed(part_i_ptr, info, seg_before_ptr, row64, nseg, first_value,
+                              mass_above, target, row_max, inf_mode, KEY_SHIFT, NSEG_P2)
+                tl.store(info + 13, 1)
+            elif (not keyed) & in_band & fits:
                 _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
                                   b_lo, b_hi, cnt_above, mass_above, target, row_max, inf_mode,
                                   zero_i, CAP_SEG, NSEG_P2)
                 tl.store(info + 13, 1)
-            elif (not t_above) & (not t_below) & (b_hi - b_lo == 1):
+            elif (not keyed) & in_band & (b_hi - b_lo == 1):
                 _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, b_hi, n_band,
                                 mass_above, target, row_max, inf_mode, NSEG_P2)
                 tl.store(info + 13, 1)
