@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1056,6 +1056,22 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
     "QRITA_SEARCH_FUSED=1 QRITA_LAUNCH_TABLE=searchb=0x8,flatb=1x0"
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
+fi
+if [[ $stage == s29c ]]; then  # call 3: why the keyed band's count (wide_compact_kernel, no copies) takes as long as the compaction (bf16 B = 1024: 474 us for 256 MiB): Nsight Compute on it, the tile / warps sweep (wide=TxW), then the 262144 bf16 real-vocab test (cut off in call 2)
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+  if [[ -n $NCU ]]; then
+    timeout "${NCU_S:-150}" "$NCU" --kernel-name regex:"wide_compact_kernel|candidates_kernel" \
+      --launch-count 2 --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section SchedulerStats --section InstructionStats \
+      python3 benchmarks/profile_pipeline.py --out "$OUT/ncu_prof" --batch 1024 --dtypes bfloat16 \
+      --workloads zipf --scenarios topp0.9 > "$OUT/ncu_keyed.txt" 2>&1
+    echo "ncu exit $?"; grep -E "wide_compact|candidates_kernel|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Warp Cycles Per Issued|Issued Warp|No Eligible|Executed Ipc|Stall|ERR" "$OUT/ncu_keyed.txt" | head -70
+  fi
+  for table in ${KEY_T:-wide=512x2 wide=1024x4 wide=2048x8 wide=1024x1}; do
+    PROF_BATCH=1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-60}" \
+      prof "$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf QRITA_LAUNCH_TABLE=$table
+  done
+  gpu_tests s29c "${TESTS_S:-150}" "tests/test_triton_masks.py::test_gpu_real_vocab[262144-bfloat16]"
 fi
 if [[ $stage == s29b ]]; then  # call 2: the keyed band of 16-bit rows (key_shift: the band counted per value, on by default) against keyband=0x0, bf16 and fp16 top-p B = 1, 64, 1024 (profile), then its test and the 16-bit real-vocab tests on the GPU
   PROF_BATCH=${KEY_B:-1,64,1024} PROF_DTYPES=bfloat16,float16 KNOB_S="${PROF_S:-200}" \
