@@ -127,9 +127,11 @@ def widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT: tl.constex
     last_value = b_hi_held >> KEY_SHIFT
     proven_first = (lo_finite + 1) >> KEY_SHIFT
     proven_last = hi >> KEY_SHIFT
-    # a band open below (T̂ under the sample's lowest ranks; the row's min is not known): the
-    # KEY_BINS values from its top down
-    open_below = (b_lo_finite == lo_finite) & (b_hi_held > b_lo_finite)
+    # a band open below (T̂ under the sample's lowest ranks, and pass A proved no lower end;
+    # the row's min is not known): the KEY_BINS values from its top down. (A band that only
+    # reaches pass A's lower end is not: cut, it missed T in float16 Gaussian rows, H200)
+    open_below = (b_lo_finite == KEY_FLOOR - 1) & (lo_finite == KEY_FLOOR - 1) \
+        & (b_hi_held > b_lo_finite)
     first_value = tl.where(keyed | (not open_below), first_value,
                            tl.maximum(last_value - (KEY_BINS - 1), proven_first))
     keyed = keyed | open_below
