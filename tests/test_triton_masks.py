@@ -1086,17 +1086,14 @@ def test_keyed_band_is_exact_and_finishes_tied_rows(monkeypatch, dtype):
 
         monkeypatch.setattr(launch_module, "pipeline_config", config)
         assert (config(V, getattr(torch, dtype)).key_shift > 0) == keyed
-        launches = _site_launches(monkeypatch, wide.wide_compact_kernel,
-                                  wide.wide_count_values_kernel)
+        launches = _site_launches(monkeypatch, wide.wide_compact_kernel)
         for p in (0.9, 0.99):
             stats = torch.zeros((tied.shape[0], ops.STATS_WIDTH), dtype=torch.int32,
                                 device=DEVICE)
             out = run_and_check(generators.to_dtype(tied, dtype), dtype, None, p, stats=stats)
             stats_by[keyed, p] = (_host(stats), _host(out).astype(np.float32).view(np.int32))
-        shifts = {kwargs["KEY_SHIFT"] for _, _, kwargs in launches if kwargs.get("BAND", True)}
+        shifts = {kwargs["KEY_SHIFT"] for _, _, kwargs in launches if kwargs["BAND"]}
         assert shifts == {({"bfloat16": 16, "float16": 13}[dtype] if keyed else 0)}, shifts
-        counted = any(kernel is wide.wide_count_values_kernel for kernel, _, _ in launches)
-        assert counted == keyed, launches
     for p in (0.9, 0.99):
         keyed_stats, keyed_out = stats_by[True, p]
         plain_stats, plain_out = stats_by[False, p]

@@ -241,11 +241,6 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         out["hist_band_merge"] = _compile(hist_band.hist_band_merge_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "bin_counts_ptr": "*i32", "V": "i32",
             "limit": "i32"}, dict(NB=512, STEPS=10), target, 4)
-        if key_shift:
-            out["wide_count_values"] = _compile(wide.wide_count_values_kernel, {
-                "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-                "stride_x": "i64", "seg_len": "i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
-                "part_f_ptr": "*fp32"}, dict(BLOCK=256, KEY_SHIFT=key_shift), target, 1)
         for band in (True, False):
             tag = "_band" if band else ""
             out["wide_compact" + tag] = _compile(wide.wide_compact_kernel, {

@@ -39,7 +39,6 @@ from qrita.backends.triton.wide import (
     KEY_PART,
     wide_band_kernel,
     wide_compact_kernel,
-    wide_count_values_kernel,
     wide_narrow_kernel,
     wide_round_kernel,
     wide_search_kernel,
@@ -195,8 +194,6 @@ class PipelineConfig:
     # ``wide.KEY_BINS`` values: the low bits its float32 keys share (16 for bfloat16, 13 for
     # float16; 0: off, always for float32)
     key_shift: int = 0
-    block_count: int = 256  # the keyed band's count (``wide_count_values_kernel``): tile, warps
-    warps_count: int = 1
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
@@ -420,10 +417,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # the H200 (BENCHMARKS.md twenty-seventh session)
     key_shift = {torch.bfloat16: 16, torch.float16: 13}.get(dtype, 0)
     key_shift = key_shift if _table_override("keyband", (1, 0))[0] == 1 else 0
-    # its count's (tile, warps) (``keycount=TxW``): at 256 x 1, 72 registers per thread (sm90
-    # SASS; not measured on a GPU yet)
-    block_count, warps_count = (_table_override("keycount", (256, 1)) if not interpret
-                                else (128, 2))
+    # (the count in a launch of its own, 72 registers per thread instead of 122: 466.6 us, and
+    # 21.8 for the compaction's exits, vs 474.3 in one kernel at bf16 B = 1024; not kept. Its
+    # time is its shared-memory histogram and weights: ~49 instructions per entry, sm90 SASS)
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
@@ -459,7 +455,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           hist_block=_tile_in_segment(hist_block, seg_len), warps_hist=warps_hist,
                           hist_one_launch=hist_one_launch,
                           wide_flat=wide_flat, key_shift=key_shift,
-                          block_count=min(block_count, block), warps_count=warps_count,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -560,8 +555,6 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                       num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
                         num_warps=cfg.warps_band)
-    plan["count_values"] = dict(BLOCK=cfg.block_count, KEY_SHIFT=cfg.key_shift,
-                                num_warps=cfg.warps_count)
     if cfg.hist_bins:
         plan["hist_count"] = dict(NB=cfg.hist_bins, BLOCK=cfg.hist_block,
                                   MERGE=cfg.hist_one_launch, STEPS=cfg.hist_bins.bit_length(),
@@ -658,10 +651,6 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         row_f, part_i, part_f = ws["row_f"], ws["part_i"], ws["part_f"]
 
         def compact_and_search(band: bool):
-            if band and cfg.key_shift:  # keyed bands: counted per value (the compaction skips)
-                launch_site((site, "count_values"), wide_count_values_kernel, grid_seg,
-                            x, row_info, row_f, vocab, stride_x, cfg.seg_len, seg_i, part_i,
-                            part_f, **plan["count_values"])
             launch_site((site, "compact", band), wide_compact_kernel, grid_seg,
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
                         seg_i, part_i, part_f, **plan[f"compact_{band}"])

@@ -317,31 +317,6 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
 
 
 @triton.jit
-def wide_count_values_kernel(
-    x_ptr, row_i_ptr, row_f_ptr,
-    V, stride_x, seg_len,
-    seg_i_ptr, part_i_ptr, part_f_ptr,
-    BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr,
-):
-    """One segment's count of each value of its row's keyed band (:func:`_count_band_values`),
-    for the wide rows (mode 3) whose band is keyed (:func:`keyed_band`); other programs return
-    at once. A launch of its own beside :func:`wide_compact_kernel` (which skips those rows):
-    inside it, the compaction's registers (108 per thread at 256 x 1, bf16) held the count to a
-    quarter of the warps per SM."""
-    row = tl.program_id(0)
-    seg = tl.program_id(1)
-    nseg = tl.num_programs(1)
-    row64 = (row * 0).to(tl.int64) + row
-    if tl.load(row_i_ptr + row64 * ROW_I) == 3:
-        b_lo, b_hi = _interval(row_i_ptr, row64)
-        first_value, keyed = keyed_band(b_lo, b_hi, KEY_SHIFT)
-        if keyed:
-            _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i_ptr,
-                               part_f_ptr, row64, seg, nseg, b_lo, b_hi, first_value, BLOCK,
-                               KEY_SHIFT)
-
-
-@triton.jit
 def wide_compact_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, seg_len,
@@ -361,8 +336,8 @@ def wide_compact_kernel(
     four conversions, with four barriers, per appending tile).
 
     KEY_SHIFT (with BAND, 16-bit rows): a band of at most KEY_BINS values (:func:`keyed_band`) is
-    left to :func:`wide_count_values_kernel`, which counts it per value; any other band is
-    compacted.
+    counted per value instead (:func:`_count_band_values`), nothing is copied; any other band
+    is compacted.
     """
     row = tl.program_id(0)
     seg = tl.program_id(1)
@@ -375,6 +350,10 @@ def wide_compact_kernel(
             if mode == 3:
                 b_lo, b_hi = _interval(row_i_ptr, row64)
                 first_value, keyed = keyed_band(b_lo, b_hi, KEY_SHIFT)
+                if keyed:
+                    _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr,
+                                       part_i_ptr, part_f_ptr, row64, seg, nseg, b_lo, b_hi,
+                                       first_value, BLOCK, KEY_SHIFT)
     if (mode == 3) & (not keyed):
         lo, hi = _interval(row_i_ptr, row64)
         cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
