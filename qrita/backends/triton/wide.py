@@ -52,6 +52,12 @@ def _above_slot(slot, KEY_SHIFT: tl.constexpr):
 
 
 @triton.jit
+def _segment_tile(row_x, offs, V, seg_end):
+    """The row's entries at ``offs`` (0.0 past V or past the segment's end, ``seg_end``)."""
+    return tl.load(row_x + offs, mask=(offs < V) & (offs < seg_end), other=0.0)
+
+
+@triton.jit
 def wide_pivots(lo, hi):
     """Lane j of 16 holds lo + (hi - lo) * j // 16 (int64); lane 0 is lo itself."""
     lanes = tl.arange(0, WAYS).to(tl.int64)
@@ -207,16 +213,14 @@ def wide_round_kernel(
         row_x = x_ptr + row64 * stride_x
         seg_start = seg * seg_len
         lanes = tl.arange(0, BLOCK)
-        x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
+        x_next = _segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len)
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + lanes
             valid = offs < V
             x = x_next.to(tl.float32)
             # the next tile's load is issued before this one is processed (measured on the
             # H200: 179.9 -> 178.9 µs for the rounds at topp0.9; their time is the work)
-            next_offs = offs + BLOCK
-            x_next = tl.load(row_x + next_offs,
-                             mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
+            x_next = _segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len)
             key = rank_key(x, False)
             w = weights_of(x, row_max, inf_mode)
             above = valid[:, None] & (key[:, None] > piv32[None, :])
@@ -295,14 +299,12 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
     lane_mass_above = tl.zeros([BLOCK], tl.float32)
     seg_start = seg * seg_len
     lanes = tl.arange(0, BLOCK)
-    x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
+    x_next = _segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len)
     for off in range(0, seg_len, BLOCK):
         offs = seg_start + off + lanes
         valid = offs < V
         x = x_next.to(tl.float32)
-        next_offs = offs + BLOCK
-        x_next = tl.load(row_x + next_offs,
-                         mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
+        x_next = _segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len)
         key = rank_key(x, False)
         inside = valid & (key >= first) & (key <= last)
         above = valid & (key >= after)
@@ -371,16 +373,14 @@ def wide_compact_kernel(
         # key in (lo, hi] and key > hi as int32 compares per entry
         first, last = int32_bounds(lo, hi)
         after = tl.minimum(tl.maximum(hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
-        x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
+        x_next = _segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len)
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + lanes
             valid = offs < V
             x = x_next.to(tl.float32)
             # the next tile's load is issued before this one is processed (one warp per
             # program: without it each tile waits for its own load)
-            next_offs = offs + BLOCK
-            x_next = tl.load(row_x + next_offs,
-                             mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
+            x_next = _segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len)
             key = rank_key(x, False)
             take = valid & (key >= first) & (key <= last)
             if BAND:
