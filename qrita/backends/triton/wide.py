@@ -461,9 +461,11 @@ def _value_counts(part_i_ptr, row64, nseg, NSEG_P2: tl.constexpr):
 
 @triton.jit
 def _value_masses(counts, first_value, row_max, inf_mode, KEY_SHIFT: tl.constexpr):
-    """Each value's mass, its count times its weight (every copy of a value weighs the same)."""
+    """Each value's mass, its count times its weight (every copy of a value weighs the same);
+    0 for a value with no copies (one far above the row's max would weigh exp(> 88) = inf)."""
     keys = value_key(first_value + tl.arange(0, KEY_BINS), KEY_SHIFT)
-    return counts.to(tl.float32) * weights_of(key_to_value(keys), row_max, inf_mode)
+    mass = counts.to(tl.float32) * weights_of(key_to_value(keys), row_max, inf_mode)
+    return tl.where(counts > 0, mass, 0.0)
 
 
 @triton.jit
