@@ -41,7 +41,8 @@ def _masses_kernel(counts_ptr, params_ptr, out_ptr, KEY_SHIFT: tl.constexpr):
 
 def _values(dtype: str, rng: np.random.Generator) -> torch.Tensor:
     """64 values of the dtype: random bit patterns and the edge kinds. (NaN and subnormals
-    replaced by 0: the kernels' rank keys take subnormals as zero, the host's do not.)"""
+    replaced by 0: Triton 3.9's interpreter widens bfloat16 subnormals to float32 inexactly,
+    e.g. bits 0x000B -> 0x00300000, not 0x000B0000; a GPU shifts the bits.)"""
     bits = rng.integers(0, 1 << 16, size=64, dtype=np.int64).astype(np.uint16)
     x = torch.from_numpy(bits.view(np.int16)).view(getattr(torch, dtype))
     tiny = torch.finfo(x.dtype).tiny
