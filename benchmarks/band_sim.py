@@ -1,12 +1,15 @@
 """NumPy simulation of the wide top-p band (not a test): how often the band finishes a row.
 
     python benchmarks/band_sim.py [--rows 64] [--p 0.9] [--max-band 3072] [--cap-seg 256]
-                                  [--no-widen] [--dtypes float32,bfloat16,float16]
+                                  [--no-widen] [--dtypes float32,bfloat16,float16] [--bins NB]
 
-Mirrors ``primitives.band_interval`` on the H200 launch table at V = 131072 (a 4096-entry
-sample in 16 chunks, 16 segments of 8192 entries, 256 slots each): T̂ from the sample's mass,
-the band m sample ranks either side, widened to the sample's neighbouring keys of T̂ (unless
-``--no-widen``). Then it checks each row against the oracle. Does the band hold the boundary
+Mirrors the band kernel on the H200 launch table at V = 131072 (a 4096-entry sample in 16
+chunks, 16 segments of 8192 entries, 256 slots each). ``--bins 0``: ``primitives.band_interval``,
+T̂ from the sample's mass, the band m sample ranks either side, widened to the sample's
+neighbouring keys of T̂ (unless ``--no-widen``). ``--bins NB`` (the default since the
+twenty-ninth session, NB = 4096): ``wide._sampled_bins_band``, the sample counted in NB bins of
+``M - x``, the crossing bin from the estimated mass below each bin, widened evenly while it
+holds at most max_band entries (``hist_band.band_from_counts``). Then it checks each row against the oracle. Does the band hold the boundary
 key T? Does it fit the slots (or is it one key)? Those are the two conditions under which
 ``wide_search_kernel`` finishes a row on the band; the other rows take the 16-way rounds. The
 simulation sorts the sample instead of running pivot rounds, and sums in float64. Only the
@@ -61,6 +64,31 @@ def band(row: np.ndarray, p: float, max_band: float, widen: bool) -> tuple[int, 
     return b_lo, b_hi
 
 
+def binned_band(row: np.ndarray, p: float, max_band: float, bins: int) -> tuple[int, int]:
+    """(b_lo, b_hi] of one row from its sample's counts in ``bins`` bins of ``M - x``."""
+    top = row.max()
+    mass = np.exp(row.astype(np.float64) - top).sum()
+    xs = row[sample_offsets()]
+    span = min(np.log(V / max(1 - p, 1e-30)), 104.0)
+    width = span / (bins - 1)
+    counts = np.bincount(np.minimum((top - xs) / width, bins - 1).astype(int), minlength=bins)
+    index = np.arange(bins)
+    mean_weight = np.exp(-index * width) * ((1 - np.exp(-width)) / width)
+    mean_weight[-1] = np.exp(-(bins - 1) * width)
+    estimate = counts * mean_weight * (V / SAMPLE)
+    reached = mass - (estimate.sum() - np.cumsum(estimate))
+    crossing = min(int((reached < p * mass).sum()), bins - 1)
+    limit, half = max_band * SAMPLE / V, 0
+    while half + 1 < bins and counts[max(crossing - half - 1, 0):crossing + half + 2].sum() <= limit:
+        half += 1
+    first, last = max(crossing - half, 0), min(crossing + half, bins - 1)
+    slack = 4e-7 * (abs(top) + (last + 1) * width + 1)
+    key_top = int(order_key(np.array([top - first * width + slack], np.float32))[0])
+    key_bottom = int(order_key(np.array([top - (last + 1) * width - slack], np.float32))[0])
+    return (-(2**31) if last == bins - 1 else key_bottom - 1,
+            2**31 if first == 0 else key_top)
+
+
 def widen_to_bins(b_lo: int, b_hi: int, shift: int, bins: int) -> tuple[int, int, bool]:
     """The keyed band of a 16-bit row (``wide.widen_to_bins``, without the proven interval's
     clip): a band spanning at most ``bins`` values, widened evenly to ``bins`` values."""
@@ -82,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap-seg", type=int, default=256)
     ap.add_argument("--no-widen", action="store_true")
     ap.add_argument("--dtypes", default="float32,bfloat16", help="of float32, bfloat16, float16")
+    ap.add_argument("--bins", type=int, default=4096,
+                    help="the band from the sample's counts in this many bins (0: from its "
+                         "order statistics)")
     ap.add_argument("--key-bins", type=int, default=0,
                     help="16-bit rows: the keyed band (wide.widen_to_bins): a band spanning at "
                          "most this many values is widened to that many and counted per value "
@@ -99,7 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             shift = {"bfloat16": 16, "float16": 13}.get(dtype, 0)
             keyed_rows = 0
             for row in x:
-                b_lo, b_hi = band(row, args.p, args.max_band, not args.no_widen)
+                if args.bins:
+                    b_lo, b_hi = binned_band(row, args.p, args.max_band, args.bins)
+                else:
+                    b_lo, b_hi = band(row, args.p, args.max_band, not args.no_widen)
                 keyed = False
                 if args.key_bins and shift:
                     b_lo, b_hi, keyed = widen_to_bins(b_lo, b_hi, shift, args.key_bins)
