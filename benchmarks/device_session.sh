@@ -1057,6 +1057,16 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
+if [[ $stage == s30b ]]; then  # call 2: the wide band from its sample's counts in 4096 bins (default) against its order statistics (bandbins=0x0), fp32 and bf16 top-p B = 1, 64, 1024 (profile: band hits, kernel us); then the new band test, test_triton_wide, the 262144 bf16 real-vocab test (cut off in call 1)
+  for table in ${BIN_T:-default bandbins=0x0}; do
+    PROF_BATCH=${PROF_B:-1,64,1024} PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-170}" \
+      prof "$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf,gaussian QRITA_LAUNCH_TABLE=$table
+  done
+  timeout "${BAND_TESTS_S:-200}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
+    tests/test_triton_masks.py -k "test_sampled_band_bins or test_value_" tests/test_triton_wide.py 2>&1 \
+    | tee "$OUT/pytest_band.log" | grep -E "^E  |passed|failed" | cut -c1-300 | head -20
+  gpu_tests s30b "${TESTS_S:-150}" "tests/test_triton_masks.py::test_gpu_real_vocab[262144-bfloat16]"
+fi
 if [[ $stage == s30a ]]; then  # call 1: the keyed band's final form on the GPU (count inside the compaction, open-below rule, _segment_tile, the NaN fix): its test, test_triton_wide, the 16-bit real-vocab tests; then the fp32 / bf16 top-p profile at B = 1, 64, 1024 (the session's baseline)
   timeout "${KEY_TESTS_S:-200}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
     tests/test_triton_masks.py -k test_keyed_band tests/test_triton_wide.py 2>&1 \
