@@ -4,12 +4,14 @@
                                   [--no-widen] [--dtypes float32,bfloat16,float16] [--bins NB]
 
 Mirrors the band kernel on the H200 launch table at V = 131072 (a 4096-entry sample in 16
-chunks, 16 segments of 8192 entries, 256 slots each). ``--bins 0``: ``primitives.band_interval``,
-T̂ from the sample's mass, the band m sample ranks either side, widened to the sample's
-neighbouring keys of T̂ (unless ``--no-widen``). ``--bins NB`` (the default since the
-twenty-ninth session, NB = 4096): ``wide._sampled_bins_band``, the sample counted in NB bins of
-``M - x``, the crossing bin from the estimated mass below each bin, widened evenly while it
-holds at most max_band entries (``hist_band.band_from_counts``). Then it checks each row against the oracle. Does the band hold the boundary
+chunks, 16 segments of 8192 entries, 256 slots each): ``primitives.band_interval``, T̂ from the
+sample's mass, the band m sample ranks either side, widened to the sample's neighbouring keys of
+T̂ (unless ``--no-widen``). ``--bins NB`` models another placement instead: the sample counted
+in NB bins of ``M - x``, the crossing bin from the estimated mass below each bin (as the hist
+band's merge), widened evenly while it holds at most max_band entries. At NB = 4096 it holds T
+as often as the order statistics, but its kernel (one ``tl.histogram`` of 4096 bins per row)
+took 63 vs 41 µs at B = 1 and 122 vs 48 at B = 64 on the H200: not kept (BENCHMARKS.md,
+twenty-ninth session). Then it checks each row against the oracle. Does the band hold the boundary
 key T? Does it fit the slots (or is it one key)? Those are the two conditions under which
 ``wide_search_kernel`` finishes a row on the band; the other rows take the 16-way rounds. The
 simulation sorts the sample instead of running pivot rounds, and sums in float64. Only the
@@ -110,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap-seg", type=int, default=256)
     ap.add_argument("--no-widen", action="store_true")
     ap.add_argument("--dtypes", default="float32,bfloat16", help="of float32, bfloat16, float16")
-    ap.add_argument("--bins", type=int, default=4096,
-                    help="the band from the sample's counts in this many bins (0: from its "
-                         "order statistics)")
+    ap.add_argument("--bins", type=int, default=0,
+                    help="model the band from the sample's counts in this many bins instead "
+                         "of its order statistics (0)")
     ap.add_argument("--key-bins", type=int, default=0,
                     help="16-bit rows: the keyed band (wide.widen_to_bins): a band spanning at "
                          "most this many values is widened to that many and counted per value "

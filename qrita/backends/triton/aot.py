@@ -219,13 +219,10 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
 
         # the keyed band of 16-bit rows (the launch table's key_shift)
         key_shift = {"bfloat16": 16, "float16": 13}.get(dtype, 0)
-        # the band from the sample's bins (the default) and from its order statistics
-        for bins in (2 * sample, 0):
-            out[f"wide_band_{bins}"] = _compile(wide.wide_band_kernel, {
-                "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-                "stride_x": "i64", "max_band": "fp32"},
-                dict(SAMPLE=2 * sample, KEY_SHIFT=key_shift, BINS=bins,
-                     BIN_STEPS=max(bins.bit_length(), 1)), target, 4)
+        out["wide_band"] = _compile(wide.wide_band_kernel, {
+            "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+            "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample, KEY_SHIFT=key_shift),
+            target, 4)
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "seg_len": "i32", "fit": "i32", "part_i_ptr": "*i32",

@@ -30,7 +30,7 @@ ROW_F: tl.constexpr = tl.constexpr(8)  # max, target, +inf mode, mass above hi, 
 
 
 @triton.jit
-def bin_width(row_f_ptr, row64, V, NB: tl.constexpr):
+def _bin_width(row_f_ptr, row64, V, NB: tl.constexpr):
     """The bin width w (float32), computed by the same steps in both kernels."""
     target = tl.load(row_f_ptr + row64 * ROW_F + 1)
     row_mass = tl.load(row_f_ptr + row64 * ROW_F + 4)
@@ -63,7 +63,7 @@ def hist_band_count_kernel(
     bins = tl.arange(0, NB)
     if (mode == 3) & (not inf_mode):
         row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
-        inv_width = 1.0 / bin_width(row_f_ptr, row64, V, NB)
+        inv_width = 1.0 / _bin_width(row_f_ptr, row64, V, NB)
         lanes = tl.arange(0, BLOCK)
         counts = tl.zeros([NB], tl.int32)
         row_x = x_ptr + row64 * stride_x
@@ -126,20 +126,6 @@ def _place_band(row_i_ptr, row_f_ptr, counts, row64, V, limit, NB: tl.constexpr,
                 STEPS: tl.constexpr):
     """Write a wide row's band (row_i[5:7] = b_lo + 1, b_hi) from its NB bin counts (int32)."""
     info = row_i_ptr + row64 * ROW_I
-    b_lo, b_hi = band_from_counts(row_i_ptr, row_f_ptr, counts, row64, V, limit, 1.0, NB,
-                                  STEPS)
-    tl.store(info + 5, (b_lo + 1).to(tl.int32))
-    tl.store(info + 6, b_hi.to(tl.int32))
-
-
-@triton.jit
-def band_from_counts(row_i_ptr, row_f_ptr, counts, row64, V, limit, scale,
-                     NB: tl.constexpr, STEPS: tl.constexpr):
-    """A wide row's band (b_lo, b_hi] (int64 order keys, inside the interval pass A proved)
-    from counts (NB,) int32 of entries in the NB bins of ``M - x``: the whole row's
-    (``scale`` 1) or a sample's (``scale`` = V / sampled entries; ``limit`` in the sample's
-    entries)."""
-    info = row_i_ptr + row64 * ROW_I
     lo = tl.load(info + 9).to(tl.int64) - 1  # the interval pass A proved
     hi = tl.load(info + 10).to(tl.int64)
     inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
@@ -152,7 +138,7 @@ def band_from_counts(row_i_ptr, row_f_ptr, counts, row64, V, limit, scale,
         bins = tl.arange(0, NB)
         row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
         target = tl.load(row_f_ptr + row64 * ROW_F + 1)
-        width = bin_width(row_f_ptr, row64, V, NB)
+        width = _bin_width(row_f_ptr, row64, V, NB)
         # the mean of exp(-d) over a bin [b w, (b + 1) w) (the last bin: its top's weight)
         mean_weight = tl.exp(-bins.to(tl.float32) * width) * ((1.0 - tl.exp(-width)) / width)
         mean_weight = tl.where(bins == NB - 1, tl.exp(-(NB - 1.0) * width), mean_weight)
@@ -160,7 +146,7 @@ def band_from_counts(row_i_ptr, row_f_ptr, counts, row64, V, limit, scale,
         # mass below the bin: the tail is many small weights, which counts estimate well,
         # while the mass at the top sits on a few entries placed anywhere in their bins
         # (from the top, zipf rows at p = 0.99 crossed two bins early)
-        estimate = counts.to(tl.float32) * mean_weight * scale
+        estimate = counts.to(tl.float32) * mean_weight
         row_mass = tl.load(row_f_ptr + row64 * ROW_F + 4)
         below = tl.sum(estimate, axis=0) - tl.cumsum(estimate, axis=0)
         reached = row_mass - below
@@ -180,4 +166,6 @@ def band_from_counts(row_i_ptr, row_f_ptr, counts, row64, V, limit, scale,
     empty = b_hi <= b_lo
     b_lo = tl.where(empty, lo, b_lo)
     b_hi = tl.where(empty, hi, b_hi)
-    return tl.maximum(b_lo, KEY_NAN - 1), b_hi
+    b_lo = tl.maximum(b_lo, KEY_NAN - 1)
+    tl.store(info + 5, (b_lo + 1).to(tl.int32))
+    tl.store(info + 6, b_hi.to(tl.int32))

@@ -114,9 +114,7 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     append limit (``candone=TILEx0``, default 2048, up to the segment; ``sparseone=Nx0``,
     default 0: prefix sums only), the small-k search's slots per row (``capsmall=2048x0``;
     ``0x0``: the usual), the wide compaction's FLAT lanes (``wideflat=1x0`` / ``0x0``;
-    default on for float32), the keyed band of 16-bit rows (``keyband=0x0``: off), or the bins of
-    the wide band's sample (``bandbins=NBx0``; default: the sample's size; ``0x0``: the band from
-    the sample's order statistics)."""
+    default on for float32), or the keyed band of 16-bit rows (``keyband=0x0``: off)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -163,9 +161,6 @@ class PipelineConfig:
     oversample: float = 4.0
     band_sample: int = 4096  # sample placing the wide top-p band (entries)
     warps_band: int = 4  # warps of the band's placement
-    # the band from the sample's counts in this many bins of ``M - x`` (0: from its order
-    # statistics, ``primitives.band_interval``)
-    band_bins: int = 0
     block_wide: int = 0  # tile of the wide stage's compaction (0: ``block_cand``)
     warps_wide: int = 0  # its warps (0: ``warps_cand``)
     sparse_wide: int = -1  # ``sparse`` of the wide compaction (-1: ``sparse``; 0: prefix sums only)
@@ -437,10 +432,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # the interpreter, so CI runs it
     retry_min_k = 5 if interpret else 256
     band_sample = max(16, min(band_table or 2 * sample, next_pow2(vocab)))
-    # the band from the sample's counts in as many bins as it has entries (``bandbins=NBx0``;
-    # ``0x0``: from its order statistics, three pivot searches per row; also in the
-    # interpreter, so CI runs it): the same hit rate in the NumPy model (band_sim.py --bins)
-    band_bins = _table_override("bandbins", (band_sample, 0))[0]
     slots = nseg_p2 * max(cap // nseg_p2, 16)
     wide_fit = slots * wide_fit_percent // 100 if wide_fit_percent > 0 else -1
     sample = max(16, min(sample, next_pow2(vocab)))
@@ -451,7 +442,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           block_cand_one=_tile_in_segment(block_cand_one, seg_len),
                           sparse_one=sparse_one,
                           band_sample=band_sample, warps_band=warps_band or 4,
-                          band_bins=next_pow2(band_bins) if band_bins > 0 else 0,
                           block_wide=min(block_wide, block),
                           warps_wide=warps_wide, sparse_wide=sparse_wide,
                           retry_min_k=retry_min_k, dense_small=dense_small,
@@ -563,8 +553,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        FLAT=cfg.wide_flat, KEY_SHIFT=key_shift, num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       num_warps=cfg.warps_search)
-    plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift, BINS=cfg.band_bins,
-                        BIN_STEPS=max(cfg.band_bins.bit_length(), 1), num_warps=cfg.warps_band)
+    plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
+                        num_warps=cfg.warps_band)
     if cfg.hist_bins:
         plan["hist_count"] = dict(NB=cfg.hist_bins, BLOCK=cfg.hist_block,
                                   MERGE=cfg.hist_one_launch, STEPS=cfg.hist_bins.bit_length(),

@@ -15,7 +15,6 @@ import triton
 import triton.language as tl
 
 from qrita.backends.triton.fallback import full_row_search, top_p_budget, write_row_decide
-from qrita.backends.triton.hist_band import band_from_counts, bin_width
 from qrita.backends.triton.primitives import (
     KEY_FLOOR,
     KEY_MAX,
@@ -26,7 +25,6 @@ from qrita.backends.triton.primitives import (
     key_to_value,
     order_key,
     rank_key,
-    sample_offsets,
     search_in_registers,
     weights_of,
 )
@@ -153,43 +151,18 @@ def widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT: tl.constex
 
 
 @triton.jit
-def _sampled_bins_band(row_x, row_i_ptr, row_f_ptr, row64, V, max_band, SAMPLE: tl.constexpr,
-                       BINS: tl.constexpr, BIN_STEPS: tl.constexpr):
-    """The band from a SAMPLE-entry sample's counts in BINS bins of ``M - x``
-    (:func:`.hist_band.band_from_counts`, each count standing for V / n entries): one
-    histogram, one cumulative sum and a bisection over the bins, where the sample's order
-    statistics (:func:`band_interval`) take three pivot searches."""
-    offs, valid = sample_offsets(V, SAMPLE)
-    x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
-    finite = valid & (tl.abs(x) < float("inf"))
-    n_valid = tl.sum(valid.to(tl.int32), axis=0)
-    row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
-    inv_width = 1.0 / bin_width(row_f_ptr, row64, V, BINS)
-    d = tl.where(finite, row_max - x, 0.0)
-    bin_index = tl.minimum(d * inv_width, BINS - 1.0).to(tl.int32)
-    counts = tl.histogram(bin_index, BINS, mask=finite)
-    scale = V / n_valid.to(tl.float32)
-    limit = max_band / scale  # in the sample's entries
-    return band_from_counts(row_i_ptr, row_f_ptr, counts, row64, V, limit, scale, BINS,
-                            BIN_STEPS)
-
-
-@triton.jit
 def wide_band_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, max_band,
-    SAMPLE: tl.constexpr, KEY_SHIFT: tl.constexpr = 0, BINS: tl.constexpr = 0,
-    BIN_STEPS: tl.constexpr = 1,
+    SAMPLE: tl.constexpr, KEY_SHIFT: tl.constexpr = 0,
 ):
     """Place the band of each wide row (mode 3) from a SAMPLE-entry sample of the row:
     row_i[5:7] = (b_lo + 1, b_hi) inside the interval pass A proved (row_i[9:11]). A launch of
     its own, grid (B,): inside the per-row search kernel it took 297 µs at B = 1024, V = 131072
     (fp32 zipf top-p 0.9, H200), here 235 (BENCHMARKS.md, thirteenth session; placed from the
     sorted sample instead, one bitonic sort and a cumulative sum: 430). max_band : entries the
-    band aims below. BINS > 0: from the sample's counts in BINS bins (:func:`_sampled_bins_band`;
-    BIN_STEPS = BINS.bit_length()) instead of its order statistics (:func:`band_interval`).
-    KEY_SHIFT (16-bit rows): a band of at most KEY_BINS values is widened to KEY_BINS values
-    (:func:`widen_to_values`)."""
+    band aims below. KEY_SHIFT (16-bit rows): a band of at most KEY_BINS values is widened to
+    KEY_BINS values (:func:`widen_to_values`)."""
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
     info = row_i_ptr + row64 * ROW_I
@@ -197,16 +170,12 @@ def wide_band_kernel(
         lo = tl.load(info + 9).to(tl.int64) - 1
         hi = tl.load(info + 10).to(tl.int64)
         row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
+        target = tl.load(row_f_ptr + row64 * ROW_F + 1)
         inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
+        row_mass = tl.load(row_f_ptr + row64 * ROW_F + 4)
         row_x = x_ptr + row64 * stride_x
-        if BINS > 0:
-            b_lo, b_hi = _sampled_bins_band(row_x, row_i_ptr, row_f_ptr, row64, V, max_band,
-                                            SAMPLE, BINS, BIN_STEPS)
-        else:
-            target = tl.load(row_f_ptr + row64 * ROW_F + 1)
-            row_mass = tl.load(row_f_ptr + row64 * ROW_F + 4)
-            b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target, inf_mode,
-                                       max_band, SAMPLE)
+        b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target, inf_mode,
+                                   max_band, SAMPLE)
         if KEY_SHIFT > 0:
             b_lo, b_hi = widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT)
         tl.store(info + 5, (b_lo + 1).to(tl.int32))
