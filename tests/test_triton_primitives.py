@@ -16,10 +16,8 @@ from _triton_env import DEVICE, torch, triton  # first: sets up triton
 
 from qrita.backends.triton.primitives import (  # noqa: E402
     count_search_radix,
-    kth_largest_key,
     order_key,
     search_in_registers,
-    two_largest_keys,
 )
 from qrita.reference.keys import order_key as order_key_host  # noqa: E402
 
@@ -112,47 +110,6 @@ def test_radix_count_search_is_the_kth_largest_key(k):
     expected = np.sort(order_key_host(x))[::-1][k - 1]
     got = out.tolist()
     assert [got[0], got[1], got[2], got[4]] == [expected] * 4
-
-
-@triton.jit
-def _two_keys_kernel(x_ptr, member_ptr, ks_ptr, out_ptr, N: tl.constexpr):
-    lanes = tl.arange(0, N)
-    keys = order_key(tl.load(x_ptr + lanes))
-    member = tl.load(member_ptr + lanes) != 0
-    k_a = tl.load(ks_ptr + 0)
-    k_b = tl.load(ks_ptr + 1)
-    zero_i = k_a * 0
-    key_a, key_b = two_largest_keys(keys, member, k_a, k_b, zero_i)
-    tl.store(out_ptr + 0, key_a)
-    tl.store(out_ptr + 1, key_b)
-    tl.store(out_ptr + 2, kth_largest_key(keys, member, k_a, zero_i))
-    tl.store(out_ptr + 3, kth_largest_key(keys, member, k_b, zero_i))
-
-
-def test_two_largest_keys_are_the_order_statistics():
-    """``two_largest_keys`` (the band's two order statistics in one loop of rounds) gives the
-    k_a-th and k_b-th largest member keys, as NumPy's sort and ``kth_largest_key`` do, for
-    every pair of ranks (equal, adjacent, one finished long before the other, 1 and n), on
-    spread values, heavy ties, signed zeros, infinities and NaN outside the members."""
-    rng = np.random.default_rng(11)
-    out = torch.zeros(4, dtype=torch.int32, device=DEVICE)
-    checked = 0
-    for x, member in _rows(rng):
-        n = int(member.sum())
-        if n == 0:
-            continue
-        expected = np.sort(order_key_host(x)[member])[::-1]
-        ranks = sorted({1, 2, n // 3 + 1, n // 2 + 1, n - 1 or 1, n})
-        for k_a in ranks:
-            for k_b in ranks:
-                ks = torch.tensor([k_a, k_b], dtype=torch.int32, device=DEVICE)
-                _two_keys_kernel[(1,)](torch.from_numpy(x).to(DEVICE),
-                                       torch.from_numpy(member.astype(np.int32)).to(DEVICE),
-                                       ks, out, N=N)
-                want = [int(expected[k_a - 1]), int(expected[k_b - 1])]
-                assert out.tolist() == want * 2, (x, member, k_a, k_b)
-                checked += 1
-    assert checked >= 100
 
 
 @triton.jit

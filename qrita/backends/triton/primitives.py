@@ -292,46 +292,6 @@ def kth_largest_key(keys, member, k, zero_i):
 
 
 @triton.jit
-def two_largest_keys(keys, member, k_a, k_b, zero_i):
-    """The k_a-th and the k_b-th largest keys among ``member`` entries (1 <= k <= #members),
-    both by pivot rounds in the same loop: each round's counts and snaps of the two intervals
-    share their reductions, so the two searches take about the latency of one (the band's
-    two order statistics, :func:`band_interval`, were two :func:`kth_largest_key` searches one
-    after the other). An interval down to one key stays as it is in later rounds."""
-    lo_a = zero_i.to(tl.int64) + KEY_NAN - 1
-    hi_a = zero_i.to(tl.int64) + KEY_MAX
-    lo_a, hi_a = snap_interval(keys, member, lo_a, hi_a)
-    lo_b = lo_a
-    hi_b = hi_a
-    while (hi_a - lo_a > 1) | (hi_b - lo_b > 1):
-        # both intervals' quarter pivots counted in one (N, 4, 2) reduction, as int32
-        # compares (pivots other than lane 0, lo itself, lie in (lo, hi])
-        piv_a = quarter_pivots(lo_a, hi_a)
-        piv_b = quarter_pivots(lo_b, hi_b)
-        above = tl.join(keys[:, None] > tl.maximum(piv_a, KEY_NAN).to(tl.int32)[None, :],
-                        keys[:, None] > tl.maximum(piv_b, KEY_NAN).to(tl.int32)[None, :])
-        count_a, count_b = tl.split(tl.sum((above & member[:, None, None]).to(tl.int32),
-                                           axis=0))
-        holds_a = (count_a >= k_a) | (piv_a == lo_a)
-        holds_b = (count_b >= k_b) | (piv_b == lo_b)
-        lo_a, hi_a = narrow(piv_a, holds_a, lo_a, hi_a)
-        lo_b, hi_b = narrow(piv_b, holds_b, lo_b, hi_b)
-        # both snaps in one min and one max reduction
-        first_a, last_a = int32_bounds(lo_a, hi_a)
-        first_b, last_b = int32_bounds(lo_b, hi_b)
-        inside = tl.join(member & (keys >= first_a) & (keys <= last_a),
-                         member & (keys >= first_b) & (keys <= last_b))
-        both = tl.join(keys, keys)
-        key_min_a, key_min_b = tl.split(tl.min(tl.where(inside, both, KEY_MAX), axis=0))
-        key_max_a, key_max_b = tl.split(tl.max(tl.where(inside, both, KEY_NAN), axis=0))
-        lo_a = key_min_a.to(tl.int64) - 1
-        hi_a = key_max_a.to(tl.int64)
-        lo_b = key_min_b.to(tl.int64) - 1
-        hi_b = key_max_b.to(tl.int64)
-    return hi_a.to(tl.int32), hi_b.to(tl.int32)
-
-
-@triton.jit
 def kth_distinct_key(keys, member, rank, STEPS: tl.constexpr):
     """The rank-th largest *distinct* key among ``member`` entries (1 <= rank <= STEPS), by
     rank max-reductions: a key at or below the rank-th largest counted with copies (the same
@@ -372,6 +332,11 @@ def band_interval(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_b
     m = min(3·sqrt(r̂) + 3, max_band·n / (2V)) with r̂ the sample rank of T̂. Rows with +inf entries
     weigh only those: the band is the key of +inf. Only speed depends on the band: the wide
     search checks it with exact counts and masses and narrows from it when it misses.
+    Measured slower on the H200 (fp32 top-p, V = 131072; BENCHMARKS.md, twenty-ninth session):
+    the band from the sample's counts in 4096 bins of M - x (one ``tl.histogram`` per row:
+    B = 1 63 vs 41 µs, B = 64 122 vs 48), and the two order statistics below in one loop of
+    rounds sharing their reductions (B = 1024 339 vs 235 µs at 4 warps, 330 at 8). At 4 warps
+    this kernel takes 255 registers per thread and spills (sm90 SASS).
     """
     offs, valid = sample_offsets(V, SAMPLE)
     x = tl.load(row_ptr + offs, mask=valid, other=0.0).to(tl.float32)
@@ -393,12 +358,11 @@ def band_interval(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_b
         r_hat = tl.where(need > 0.0, r_hat, n_finite)
         m_max = tl.maximum(max_band * n_valid.to(tl.float32) / (2.0 * V), 1.0)
         m = tl.minimum(tl.ceil(3.0 * tl.sqrt(r_hat.to(tl.float32)) + 3.0), m_max).to(tl.int32)
-        key_above_band, key_in_band = two_largest_keys(
-            keys, finite, tl.maximum(r_hat - m, 1), tl.minimum(r_hat + m, n_finite), zero_i)
         if r_hat - m >= 1:
-            b_hi = tl.minimum(hi, key_above_band.to(tl.int64))
+            b_hi = tl.minimum(hi, kth_largest_key(keys, finite, r_hat - m, zero_i).to(tl.int64))
         if r_hat + m <= n_finite:
-            b_lo = tl.maximum(lo, key_in_band.to(tl.int64) - 1)
+            b_lo = tl.maximum(lo, kth_largest_key(keys, finite, r_hat + m, zero_i).to(tl.int64)
+                              - 1)
         # heavy ties (16-bit dtypes): a tie group larger than m sample ranks would make the band
         # T̂'s key alone; keep the sample's neighbouring keys on both sides inside it
         key_above = tl.min(tl.where(finite & (keys > t_hat), keys, KEY_MAX), axis=0)
