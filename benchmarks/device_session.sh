@@ -1057,6 +1057,13 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
+if [[ $stage == s30d ]]; then  # call 4: at the session's final kernels (both band experiments reverted): test_triton_wide on the GPU (never run there), the 262144 bf16 real-vocab test, graph capture
+  timeout "${WIDE_TESTS_S:-120}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
+    tests/test_triton_wide.py 2>&1 | tee "$OUT/pytest_wide.log" | grep -E "^E  |passed|failed" \
+    | cut -c1-300 | head -20
+  gpu_tests s30d "${TESTS_S:-200}" "tests/test_triton_masks.py::test_gpu_real_vocab[262144-bfloat16]" \
+    tests/test_triton_masks.py::test_gpu_cuda_graph_capture_and_replay
+fi
 if [[ $stage == s30c ]]; then  # call 3: the band's two order statistics in one loop of rounds (two_largest_keys): fp32 / bf16 top-p B = 1, 64, 1024 profile against s30a's; the band's warps (band=4096x8, 4096x16: no spills in the sm90 SASS, 4 warps spill); then its tests on the GPU
   PROF_BATCH=${PROF_B:-1,64,1024} PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-150}" \
     prof default topp0.9,topp0.99 zipf,gaussian
