@@ -43,6 +43,11 @@ def _both_searches_kernel(x_ptr, member_ptr, params_ptr, out_ptr, N: tl.constexp
                                             zero_f, target, zero_f, False, FUSED=True)
     by_loop, r_loop = search_in_registers(keys, keys.to(tl.float32), member, lo, hi, base,
                                           zero_f, target, zero_f, False, FUSED=False)
+    by_split, r_split = search_in_registers(keys, keys.to(tl.float32), member, lo, hi, base,
+                                            zero_f, target, zero_f, False, FUSED=False,
+                                            SPLIT=True)
+    tl.store(out_ptr + 6, by_split)
+    tl.store(out_ptr + 7, r_split)
     tl.store(out_ptr + 0, by_rounds)
     tl.store(out_ptr + 1, by_radix)
     tl.store(out_ptr + 2, by_fused)
@@ -67,10 +72,11 @@ def _rows(rng: np.random.Generator):
 
 
 def test_radix_count_search_equals_pivot_rounds():
-    """Also the fused rounds (one reduction per round, QRITA_SEARCH_FUSED) against the loop form:
-    the same key in the same number of rounds."""
+    """Also the fused rounds (one reduction per round, QRITA_SEARCH_FUSED) and the split
+    rounds (one reduction per pivot, SPLIT) against the loop form: the same key in the same
+    number of rounds."""
     rng = np.random.default_rng(7)
-    out = torch.zeros(6, dtype=torch.int32, device=DEVICE)
+    out = torch.zeros(8, dtype=torch.int32, device=DEVICE)
     checked = 0
     rounds_seen = set()
     for x, member in _rows(rng):
@@ -88,9 +94,12 @@ def test_radix_count_search_equals_pivot_rounds():
                     _both_searches_kernel[(1,)](
                         torch.from_numpy(x).to(DEVICE),
                         torch.from_numpy(member.astype(np.int32)).to(DEVICE), params, out, N=N)
-                    by_rounds, by_radix, by_fused, r_fused, by_loop, r_loop = out.tolist()
+                    (by_rounds, by_radix, by_fused, r_fused, by_loop, r_loop, by_split,
+                     r_split) = out.tolist()
                     assert by_radix == by_rounds, (x, member, lo, hi, base, target)
                     assert (by_fused, r_fused) == (by_loop, r_loop), (x, member, lo, hi, base,
+                                                                      target)
+                    assert (by_split, r_split) == (by_loop, r_loop), (x, member, lo, hi, base,
                                                                       target)
                     assert by_loop == by_rounds
                     rounds_seen.add(r_loop)
@@ -103,13 +112,13 @@ def test_radix_count_search_equals_pivot_rounds():
 def test_radix_count_search_is_the_kth_largest_key(k):
     rng = np.random.default_rng(k)
     x = rng.integers(-5, 6, N).astype(np.float32) * np.float32(0.25)
-    out = torch.zeros(6, dtype=torch.int32, device=DEVICE)
+    out = torch.zeros(8, dtype=torch.int32, device=DEVICE)
     params = torch.tensor([-(2**31) - 1, 2**31 - 1, 0, k], dtype=torch.int64, device=DEVICE)
     _both_searches_kernel[(1,)](torch.from_numpy(x).to(DEVICE),
                                 torch.ones(N, dtype=torch.int32, device=DEVICE), params, out, N=N)
     expected = np.sort(order_key_host(x))[::-1][k - 1]
     got = out.tolist()
-    assert [got[0], got[1], got[2], got[4]] == [expected] * 4
+    assert [got[0], got[1], got[2], got[4], got[6]] == [expected] * 5
 
 
 @triton.jit
@@ -124,8 +133,12 @@ def _mass_search_kernel(x_ptr, w_ptr, member_ptr, params_ptr, out_ptr, N: tl.con
     target = tl.load(params_ptr + 3)
     zero_i = lo.to(tl.int32) * 0
     T, r = search_in_registers(keys, w, member, lo, hi, zero_i, base, zero_i, target, True)
+    T_split, r_split = search_in_registers(keys, w, member, lo, hi, zero_i, base, zero_i, target,
+                                           True, SPLIT=True)
     tl.store(out_ptr + 0, T)
     tl.store(out_ptr + 1, r)
+    tl.store(out_ptr + 2, T_split)
+    tl.store(out_ptr + 3, r_split)
 
 
 def _mass_boundary(keys, w, lo, hi, base, target):
@@ -143,7 +156,7 @@ def _mass_boundary(keys, w, lo, hi, base, target):
 
 def test_mass_search_is_the_top_p_boundary():
     rng = np.random.default_rng(11)
-    out = torch.zeros(2, dtype=torch.int32, device=DEVICE)
+    out = torch.zeros(4, dtype=torch.int32, device=DEVICE)
     checked = 0
     for x, member in _rows(rng):
         # small integer weights: every partial sum is exact in float32, in any order
@@ -168,6 +181,8 @@ def test_mass_search_is_the_top_p_boundary():
                     # predicate sums every member above the pivot, so add those above hi
                     extra = float(wm[member & (keys > hi)].sum())
                     expect = _mass_boundary(keys[inside], wm[inside], lo, hi, base + extra, target)
-                    assert out.tolist()[0] == expect, (x, member, w, lo, hi, base, target)
+                    got = out.tolist()
+                    assert got[0] == expect, (x, member, w, lo, hi, base, target)
+                    assert got[2:4] == got[0:2], (x, member, w, lo, hi, base, target)  # SPLIT
                     checked += 1
     assert checked >= 60

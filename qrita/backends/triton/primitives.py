@@ -130,8 +130,30 @@ def count_round_snapped(keys, member, lo, hi, base_count, k_target):
 
 
 @triton.jit
+def _split_round(keys, w, member, lo, hi, base_count, base_mass, k_target, mass_target,
+                 USE_MASS: tl.constexpr):
+    """One round of :func:`search_in_registers` with SPLIT: the pivots lo + (hi - lo) j / 4,
+    j = 1, 2, 3, each tested by a reduction of its own; (lo, hi] narrowed to the quarter that
+    holds T (the predicate holds on a prefix of the pivots), not snapped."""
+    new_lo = lo
+    new_hi = hi
+    for j in tl.static_range(1, 4):
+        piv = lo + ((hi - lo) * j) // 4
+        above = member & (keys > tl.maximum(piv, KEY_NAN).to(tl.int32))
+        if USE_MASS:
+            holds = base_mass + tl.sum(tl.where(above, w, 0.0), axis=0) >= mass_target
+        else:
+            holds = base_count + tl.sum(above.to(tl.int32), axis=0) >= k_target
+        holds = holds & (piv > lo)
+        new_lo = tl.where(holds, tl.maximum(new_lo, piv), new_lo)
+        new_hi = tl.where(holds | (piv == lo), new_hi, tl.minimum(new_hi, piv))
+    return new_lo, new_hi
+
+
+@triton.jit
 def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target, mass_target,
-                        USE_MASS: tl.constexpr, FUSED: tl.constexpr = SEARCH_FUSED):
+                        USE_MASS: tl.constexpr, FUSED: tl.constexpr = SEARCH_FUSED,
+                        SPLIT: tl.constexpr = False):
     """Quaternary pivot search over candidates held in registers.
 
     Finds the boundary key T in (lo, hi]: the largest q with predicate(q - 1) true, where
@@ -141,6 +163,8 @@ def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target
     smallest and largest candidate key inside it; one distinct key left means T is found.
     FUSED (top-k only): each round's counts and snap in one reduction
     (:func:`count_round_snapped`); the same rounds and answer.
+    SPLIT: the three pivots' sums as three reductions of (N,) instead of one of (N, 4) (the same
+    pivots and rounds; a mass may round differently): fewer registers for large N.
     Returns T and the number of rounds.
     """
     rounds = 0
@@ -149,6 +173,12 @@ def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target
     if FUSED and not USE_MASS:
         while hi - lo > 1:
             lo, hi = count_round_snapped(keys, member, lo, hi, base_count, k_target)
+            rounds += 1
+    elif SPLIT:
+        while hi - lo > 1:
+            lo, hi = _split_round(keys, w, member, lo, hi, base_count, base_mass, k_target,
+                                  mass_target, USE_MASS)
+            lo, hi = snap_interval(keys, member, lo, hi)
             rounds += 1
     else:
         while hi - lo > 1:
@@ -278,7 +308,7 @@ def rank_key(x, SMALLEST: tl.constexpr):
 
 
 @triton.jit
-def kth_largest_key(keys, member, k, zero_i):
+def kth_largest_key(keys, member, k, zero_i, SPLIT: tl.constexpr = False):
     """The k-th largest key among ``member`` entries (1 <= k <= #members), by pivot rounds (radix
     selection with QRITA_RADIX=1)."""
     lo = zero_i.to(tl.int64) + KEY_NAN - 1
@@ -287,7 +317,8 @@ def kth_largest_key(keys, member, k, zero_i):
         key, rounds = count_search_radix(keys, member, lo, hi, zero_i, k)
     else:
         key, rounds = search_in_registers(keys, keys.to(tl.float32), member, lo, hi, zero_i,
-                                          zero_i.to(tl.float32), k, zero_i.to(tl.float32), False)
+                                          zero_i.to(tl.float32), k, zero_i.to(tl.float32), False,
+                                          SPLIT=SPLIT)
     return key
 
 
@@ -353,15 +384,16 @@ def band_interval(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_b
     if n_finite > 0:
         t_hat, r = search_in_registers(keys, w, finite, zero_i.to(tl.int64) + KEY_NAN - 1,
                                        zero_i.to(tl.int64) + KEY_MAX, zero_i,
-                                       zero_i.to(tl.float32), zero_i, need, True)
+                                       zero_i.to(tl.float32), zero_i, need, True, SPLIT=True)
         r_hat = tl.sum((finite & (keys >= t_hat)).to(tl.int32), axis=0)
         r_hat = tl.where(need > 0.0, r_hat, n_finite)
         m_max = tl.maximum(max_band * n_valid.to(tl.float32) / (2.0 * V), 1.0)
         m = tl.minimum(tl.ceil(3.0 * tl.sqrt(r_hat.to(tl.float32)) + 3.0), m_max).to(tl.int32)
         if r_hat - m >= 1:
-            b_hi = tl.minimum(hi, kth_largest_key(keys, finite, r_hat - m, zero_i).to(tl.int64))
+            b_hi = tl.minimum(hi, kth_largest_key(keys, finite, r_hat - m, zero_i,
+                                                  True).to(tl.int64))
         if r_hat + m <= n_finite:
-            b_lo = tl.maximum(lo, kth_largest_key(keys, finite, r_hat + m, zero_i).to(tl.int64)
+            b_lo = tl.maximum(lo, kth_largest_key(keys, finite, r_hat + m, zero_i, True).to(tl.int64)
                               - 1)
         # heavy ties (16-bit dtypes): a tie group larger than m sample ranks would make the band
         # T̂'s key alone; keep the sample's neighbouring keys on both sides inside it
@@ -434,7 +466,7 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
             if (rank <= SMALL_RANK) & CUTOFF_SMALL:
                 cut_key = kth_distinct_key(keys, valid, rank, SMALL_RANK)
             else:
-                cut_key = kth_largest_key(keys, valid, rank, zero_i)
+                cut_key = kth_largest_key(keys, valid, rank, zero_i, True)
     else:
         tail = tl.maximum((1.0 - p) / OVERSAMPLE, 1e-30)
         cut = mean + std * std - std * upper_normal_quantile(tl.minimum(tail, 0.999))
@@ -448,7 +480,7 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
             lo = zero_i.to(tl.int64) + KEY_NAN - 1
             hi = zero_i.to(tl.int64) + KEY_MAX
             s_key, r = search_in_registers(keys, w, finite, lo, hi, zero_i, zero_i.to(tl.float32),
-                                           zero_i, p_safe * s_mass, True)
+                                           zero_i, p_safe * s_mass, True, SPLIT=True)
             cut_key = tl.minimum(cut_key, s_key)
         # more candidates than the scratch holds (3/4 of its slots; p large, flat rows): pass A
         # only gathers the row's statistics and the wide stage takes the row (a band first,
@@ -491,7 +523,7 @@ def retry_cutoff_key(row_ptr, V, k, n_cand, max_seg, old_key, CAP_SEG: tl.conste
     rank_over = s_old * (0.5 * (kf + n_fit)) / tl.maximum(n_f, 1.0)
     rank = tl.where(overflow, rank_over, rank_few)
     rank = tl.minimum(tl.maximum(tl.ceil(rank), 1.0), n_valid_f)
-    key = kth_largest_key(keys, valid, rank.to(tl.int32), zero_i)
+    key = kth_largest_key(keys, valid, rank.to(tl.int32), zero_i, True)
     new_key = tl.where(overflow, tl.maximum(key, old_key + 1), tl.minimum(key, old_key - 1))
     found = tl.where(overflow, n_fit >= kf, old_key > KEY_FLOOR)
     return found, new_key
