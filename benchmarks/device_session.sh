@@ -1057,11 +1057,16 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s30e ]]; then  # call 5: the band's and the cutoff's sample searches with one reduction per pivot (SPLIT: sm90 registers 255 + 880 B of stack -> 142, and 237 -> 100): fp32 top-p and top-k B = 1, 64, 1024 profile against s30a's, then the GPU tests
-  PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-125}" \
-    prof default topp0.9,topp0.99,topk50,topk1000 zipf
-  gpu_tests s30e "${TESTS_S:-90}" tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant \
-    "tests/test_triton_masks.py::test_gpu_real_vocab[151936-float32]"
+if [[ $stage == s30e ]]; then  # next session, call 1 (its first run, call 5 at f0eb35a, ran out of device time while compiling: cold machine): the band's and the cutoff's sample searches with one reduction per pivot (QRITA_SEARCH_SPLIT=1: sm90 registers 255 + 880 B of stack -> 142, and 237 -> 100) against the default, fp32 top-p and top-k B = 1, 64, 1024 profiles, then the GPU tests with it on
+  for knob in default QRITA_SEARCH_SPLIT=1; do
+    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-200}" \
+      prof "$(echo $knob | tr '=,' '__')" topp0.9,topp0.99,topk50,topk1000 zipf,gaussian \
+      $([[ $knob == default ]] || echo $knob)
+  done
+  QRITA_SEARCH_SPLIT=1 gpu_tests s30e "${TESTS_S:-200}" \
+    tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant \
+    "tests/test_triton_masks.py::test_gpu_real_vocab[151936-float32]" \
+    tests/test_triton_masks.py::test_gpu_batches
 fi
 if [[ $stage == s30d ]]; then  # call 4: at the session's final kernels (both band experiments reverted): test_triton_wide on the GPU (never run there), the 262144 bf16 real-vocab test, graph capture
   timeout "${WIDE_TESTS_S:-120}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \

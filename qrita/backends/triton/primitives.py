@@ -21,6 +21,13 @@ SEARCH_INT32 = tl.constexpr(os.environ.get("QRITA_SEARCH_INT32", "1") != "0")
 #: sub-intervals' smallest and largest keys, so the interval snaps without the two reductions
 #: of :func:`snap_interval` (the same integers; fewer block-wide reductions in a chain)
 SEARCH_FUSED = tl.constexpr(os.environ.get("QRITA_SEARCH_FUSED", "0") == "1")
+#: measuring knob, read once at import: QRITA_SEARCH_SPLIT=1 runs the sample searches of the
+#: σ-cutoff (:func:`sample_cutoff_key`, :func:`retry_cutoff_key`) and of the wide band's
+#: placement (:func:`band_interval`) with one reduction per pivot (``search_in_registers``
+#: SPLIT): sm90 SASS at 4 warps, the band kernel 255 registers + 880 B of stack -> 142, the
+#: cutoff kernel 237 -> 100. Not yet timed on a GPU (its call ran out of device time,
+#: twenty-ninth session): off until measured
+SEARCH_SPLIT = tl.constexpr(os.environ.get("QRITA_SEARCH_SPLIT", "0") == "1")
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 #: the σ-cutoff's order statistic up to this rank by repeated max-reductions
 #: (:func:`kth_distinct_key`); measuring knob, read once at import: QRITA_CUTOFF_SMALL=0 takes
@@ -384,17 +391,18 @@ def band_interval(row_ptr, V, lo, hi, row_max, row_mass, target, inf_mode, max_b
     if n_finite > 0:
         t_hat, r = search_in_registers(keys, w, finite, zero_i.to(tl.int64) + KEY_NAN - 1,
                                        zero_i.to(tl.int64) + KEY_MAX, zero_i,
-                                       zero_i.to(tl.float32), zero_i, need, True, SPLIT=True)
+                                       zero_i.to(tl.float32), zero_i, need, True,
+                                       SPLIT=SEARCH_SPLIT)
         r_hat = tl.sum((finite & (keys >= t_hat)).to(tl.int32), axis=0)
         r_hat = tl.where(need > 0.0, r_hat, n_finite)
         m_max = tl.maximum(max_band * n_valid.to(tl.float32) / (2.0 * V), 1.0)
         m = tl.minimum(tl.ceil(3.0 * tl.sqrt(r_hat.to(tl.float32)) + 3.0), m_max).to(tl.int32)
         if r_hat - m >= 1:
             b_hi = tl.minimum(hi, kth_largest_key(keys, finite, r_hat - m, zero_i,
-                                                  True).to(tl.int64))
+                                                  SEARCH_SPLIT).to(tl.int64))
         if r_hat + m <= n_finite:
-            b_lo = tl.maximum(lo, kth_largest_key(keys, finite, r_hat + m, zero_i, True).to(tl.int64)
-                              - 1)
+            b_lo = tl.maximum(lo, kth_largest_key(keys, finite, r_hat + m, zero_i,
+                                                  SEARCH_SPLIT).to(tl.int64) - 1)
         # heavy ties (16-bit dtypes): a tie group larger than m sample ranks would make the band
         # T̂'s key alone; keep the sample's neighbouring keys on both sides inside it
         key_above = tl.min(tl.where(finite & (keys > t_hat), keys, KEY_MAX), axis=0)
@@ -466,7 +474,7 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
             if (rank <= SMALL_RANK) & CUTOFF_SMALL:
                 cut_key = kth_distinct_key(keys, valid, rank, SMALL_RANK)
             else:
-                cut_key = kth_largest_key(keys, valid, rank, zero_i, True)
+                cut_key = kth_largest_key(keys, valid, rank, zero_i, SEARCH_SPLIT)
     else:
         tail = tl.maximum((1.0 - p) / OVERSAMPLE, 1e-30)
         cut = mean + std * std - std * upper_normal_quantile(tl.minimum(tail, 0.999))
@@ -480,7 +488,8 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
             lo = zero_i.to(tl.int64) + KEY_NAN - 1
             hi = zero_i.to(tl.int64) + KEY_MAX
             s_key, r = search_in_registers(keys, w, finite, lo, hi, zero_i, zero_i.to(tl.float32),
-                                           zero_i, p_safe * s_mass, True, SPLIT=True)
+                                           zero_i, p_safe * s_mass, True,
+                                           SPLIT=SEARCH_SPLIT)
             cut_key = tl.minimum(cut_key, s_key)
         # more candidates than the scratch holds (3/4 of its slots; p large, flat rows): pass A
         # only gathers the row's statistics and the wide stage takes the row (a band first,
@@ -523,7 +532,7 @@ def retry_cutoff_key(row_ptr, V, k, n_cand, max_seg, old_key, CAP_SEG: tl.conste
     rank_over = s_old * (0.5 * (kf + n_fit)) / tl.maximum(n_f, 1.0)
     rank = tl.where(overflow, rank_over, rank_few)
     rank = tl.minimum(tl.maximum(tl.ceil(rank), 1.0), n_valid_f)
-    key = kth_largest_key(keys, valid, rank.to(tl.int32), zero_i, True)
+    key = kth_largest_key(keys, valid, rank.to(tl.int32), zero_i, SEARCH_SPLIT)
     new_key = tl.where(overflow, tl.maximum(key, old_key + 1), tl.minimum(key, old_key - 1))
     found = tl.where(overflow, n_fit >= kf, old_key > KEY_FLOOR)
     return found, new_key
