@@ -19,6 +19,7 @@ from qrita.backends.triton.primitives import (
     KEY_FLOOR,
     KEY_MAX,
     KEY_NAN,
+    SEARCH_SPLIT,
     band_interval,
     compact_tile,
     int32_bounds,
@@ -420,7 +421,7 @@ def _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg
     T = hi.to(tl.int32)
     if hi - lo > 1:
         T, r = search_in_registers(ckey, cw, member, lo, hi, cnt_hi, mass_hi, zero_i, target,
-                                   True)
+                                   True, SPLIT=SEARCH_SPLIT)
     at_t = member & (ckey == T)
     mass_gt = mass_hi + tl.sum(tl.where(member & (ckey > T), cw, 0.0), axis=0)
     copies = tl.sum(at_t.to(tl.int32), axis=0)
