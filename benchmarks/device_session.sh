@@ -1057,7 +1057,7 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s30e ]]; then  # next session, call 1 (its first run, call 5 at f0eb35a, ran out of device time while compiling: cold machine): the band's and the cutoff's sample searches with one reduction per pivot (QRITA_SEARCH_SPLIT=1: sm90 registers 255 + 880 B of stack -> 142, and 237 -> 100) against the default, fp32 top-p and top-k B = 1, 64, 1024 profiles, then the GPU tests with it on
+if [[ $stage == s30e ]]; then  # next session, call 1 (its first run, call 5 at f0eb35a, ran out of device time while compiling: cold machine): the band's and the cutoff's sample searches and the wide per-row search with one reduction per pivot (QRITA_SEARCH_SPLIT=1: sm90 registers 255 + 880 B of stack -> 142, 237 -> 100, 253 -> 80) against the default, fp32 top-p and top-k B = 1, 64, 1024 profiles, then the GPU tests with it on
   for knob in default QRITA_SEARCH_SPLIT=1; do
     PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-200}" \
       prof "$(echo $knob | tr '=,' '__')" topp0.9,topp0.99,topk50,topk1000 zipf,gaussian \
