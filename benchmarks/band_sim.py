@@ -11,8 +11,8 @@ in NB bins of ``M - x``, the crossing bin from the estimated mass below each bin
 band's merge), widened evenly while it holds at most max_band entries. At NB = 4096 it holds T
 as often as the order statistics, but its kernel (one ``tl.histogram`` of 4096 bins per row)
 took 63 vs 41 µs at B = 1 and 122 vs 48 at B = 64 on the H200: not kept (BENCHMARKS.md,
-twenty-ninth session). Then it checks each row against the oracle. Does the band hold the boundary
-key T? Does it fit the slots (or is it one key)? Those are the two conditions under which
+twenty-ninth session). Then it checks each row against the oracle. Does the band hold the
+boundary key T? Does it fit the slots (or is it one key)? Those are the two conditions under which
 ``wide_search_kernel`` finishes a row on the band; the other rows take the 16-way rounds. The
 simulation sorts the sample instead of running pivot rounds, and sums in float64. Only the
 hit rate is modelled, not the GPU's rounding.

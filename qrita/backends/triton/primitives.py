@@ -152,9 +152,9 @@ def _split_round(keys, w, member, lo, hi, base_count, base_mass, k_target, mass_
             holds = base_mass + tl.sum(tl.where(above, w, 0.0), axis=0) >= mass_target
         else:
             holds = base_count + tl.sum(above.to(tl.int32), axis=0) >= k_target
-        holds = holds & (piv > lo)
+        holds = holds | (piv == lo)  # (as :func:`narrow`: a pivot at lo narrows nothing)
         new_lo = tl.where(holds, tl.maximum(new_lo, piv), new_lo)
-        new_hi = tl.where(holds | (piv == lo), new_hi, tl.minimum(new_hi, piv))
+        new_hi = tl.where(holds, new_hi, tl.minimum(new_hi, piv))
     return new_lo, new_hi
 
 
