@@ -69,6 +69,10 @@ def _rows(rng: np.random.Generator):
     yield odd, ~np.isnan(odd)
     yield rng.standard_normal(N).astype(np.float32) * 1e-30, rng.random(N) < 0.3
     yield rng.standard_normal(N).astype(np.float32), np.zeros(N, bool)
+    # consecutive keys (1.0 and the floats just above it, shuffled): pivots land on keys, so a
+    # pivot test off by one key (>= for >) gives another boundary
+    yield rng.permutation((np.int32(0x3F800000) + np.arange(N, dtype=np.int32)).view(np.float32)), \
+        np.ones(N, bool)
 
 
 def test_radix_count_search_equals_pivot_rounds():
