@@ -21,14 +21,15 @@ SEARCH_INT32 = tl.constexpr(os.environ.get("QRITA_SEARCH_INT32", "1") != "0")
 #: sub-intervals' smallest and largest keys, so the interval snaps without the two reductions
 #: of :func:`snap_interval` (the same integers; fewer block-wide reductions in a chain)
 SEARCH_FUSED = tl.constexpr(os.environ.get("QRITA_SEARCH_FUSED", "0") == "1")
-#: measuring knob, read once at import: QRITA_SEARCH_SPLIT=1 runs the sample searches of the
-#: σ-cutoff (:func:`sample_cutoff_key`, :func:`retry_cutoff_key`), of the wide band's
-#: placement (:func:`band_interval`) and the wide stage's per-row search
-#: (``wide._finish_compacted``) with one reduction per pivot (``search_in_registers`` SPLIT):
+#: the sample searches of the σ-cutoff (:func:`sample_cutoff_key`, :func:`retry_cutoff_key`), of
+#: the wide band's placement (:func:`band_interval`) and the wide stage's per-row search
+#: (``wide._finish_compacted``) take one reduction per pivot (``search_in_registers`` SPLIT):
 #: sm90 SASS, the band kernel (4 warps) 255 registers + 880 B of stack -> 142, the cutoff
-#: kernel (4 warps) 237 -> 100, the band's search kernel (8 warps) 253 -> 80. Not yet timed on
-#: a GPU (its call ran out of device time, twenty-ninth session): off until measured
-SEARCH_SPLIT = tl.constexpr(os.environ.get("QRITA_SEARCH_SPLIT", "0") == "1")
+#: kernel (4 warps) 237 -> 100, the band's search kernel (8 warps) 253 -> 80; H200, fp32 zipf
+#: topp0.9 graph 1400 -> 1229 us at B = 1024, 171 -> 153 at B = 1 (BENCHMARKS.md, thirtieth
+#: session). Measuring knob, read once at import: QRITA_SEARCH_SPLIT=0 gives them the (N, 4)
+#: reduction per round (the form before)
+SEARCH_SPLIT = tl.constexpr(os.environ.get("QRITA_SEARCH_SPLIT", "1") != "0")
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 #: the σ-cutoff's order statistic up to this rank by repeated max-reductions
 #: (:func:`kth_distinct_key`); measuring knob, read once at import: QRITA_CUTOFF_SMALL=0 takes
