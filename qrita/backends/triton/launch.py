@@ -197,6 +197,9 @@ class PipelineConfig:
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
+    # programs (per segment) of the launches after the band, which take the rows it missed from
+    # a list; 0: one program per row of the batch (``widelist``)
+    wide_list: int = 0
     # a row stops narrowing once its interval holds at most this many entries (-1: never; the
     # launch table sets half the slots)
     wide_fit: int = -1
@@ -271,6 +274,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         band_percent = 75
         round_split = 1
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
+        wide_list = 2  # fewer programs than missed rows: CI runs their loop over the list
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
@@ -375,6 +379,12 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # session)
         wide_rounds = _table_override("rounds", (4, 0))[0]
         wide_fit_percent = _table_override("widefit", (50, 0))[0]
+        # the launches after the band over the rows it missed only, listed by its search
+        # (``widelist=Gx0``: G programs per segment share the list; 0x0: one per row, as
+        # before). At B = 1024 a round's 32768 programs (16 segments x 2) mostly only exit: its
+        # four launches took 120 µs for the ~32 rows (of 1024) the band missed, fp32 zipf
+        # topp0.9 (one row alone: 10.5 µs; BENCHMARKS.md thirtieth session)
+        wide_list = _table_override("widelist", (128, 0))[0]
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
         # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
@@ -456,7 +466,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           hist_one_launch=hist_one_launch,
                           wide_flat=wide_flat, key_shift=key_shift,
                           band_percent=band_percent,
-                          wide_rounds=wide_rounds, wide_fit=wide_fit,
+                          wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
                           else 1,
                           block_cand_small=_tile_in_segment(block_cand_small, seg_len),
@@ -549,10 +559,12 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         block_c = (cfg.block_wide or block_cand) if band else cfg.block_wide2
         warps_c = (cfg.warps_wide or warps_cand) if band else cfg.warps_wide2
         key_shift = cfg.key_shift if band else 0
+        listed = cfg.wide_list > 0 and not band
         plan[f"compact_{band}"] = dict(BLOCK=block_c, **seg, SPARSE=sparse_wide, BAND=band,
-                                       FLAT=cfg.wide_flat, KEY_SHIFT=key_shift, num_warps=warps_c)
+                                       FLAT=cfg.wide_flat, KEY_SHIFT=key_shift, LISTED=listed,
+                                       num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
-                                      num_warps=cfg.warps_search)
+                                      LISTED=listed, num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
                         num_warps=cfg.warps_band)
     if cfg.hist_bins:
@@ -561,10 +573,10 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                   num_warps=cfg.warps_hist)
         plan["hist_merge"] = dict(NB=cfg.hist_bins, STEPS=cfg.hist_bins.bit_length(),
                                   num_warps=cfg.warps_stream)
-    plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block),
+    plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block), LISTED=cfg.wide_list > 0,
                          num_warps=cfg.warps_round or cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split),
-                          num_warps=cfg.warps_stream)
+                          LISTED=cfg.wide_list > 0, num_warps=cfg.warps_stream)
     return plan
 
 
@@ -577,11 +589,12 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     the keyed band's value counts, 16-bit rows).
     """
     names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
-             "part_f", "row_info")
+             "part_f", "miss", "row_info")
     widths = (1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 8,
               cfg.nseg * max(cfg.round_split * 32, KEY_PART.value if cfg.key_shift else 0)
               if wide else 0,
               cfg.nseg * cfg.round_split * 16 if wide else 0,
+              2 if wide else 0,  # the rows the band missed: a count, then their indices
               0 if row_info is not None else ROW_INFO)
     # one allocation and one split (flat per-part chunks: the kernels index rows themselves);
     # few host calls, this runs on every call
@@ -648,15 +661,18 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                         seg_before, cutoff, **plan[f"threshold_{again}_{stage}"])
     if wide:
         grid_seg = (batch, cfg.nseg)
-        row_f, part_i, part_f = ws["row_f"], ws["part_i"], ws["part_f"]
+        row_f, part_i, part_f, miss = ws["row_f"], ws["part_i"], ws["part_f"], ws["miss"]
+        # after the band: programs for the rows it missed only (``widelist``), or one per row
+        listed = min(batch, cfg.wide_list) if cfg.wide_list > 0 else batch
 
         def compact_and_search(band: bool):
-            launch_site((site, "compact", band), wide_compact_kernel, grid_seg,
+            rows = batch if band else listed
+            launch_site((site, "compact", band), wide_compact_kernel, (rows, cfg.nseg),
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
-                        seg_i, part_i, part_f, **plan[f"compact_{band}"])
-            launch_site((site, "search", band), wide_search_kernel, (batch,),
+                        seg_i, part_i, part_f, miss, **plan[f"compact_{band}"])
+            launch_site((site, "search", band), wide_search_kernel, (rows,),
                         x, cand_val, cand_idx, seg_i, row_info, row_f, part_i, part_f, vocab,
-                        stride_x, out.stride(0), float(fill), cfg.nseg, out, seg_before,
+                        stride_x, out.stride(0), float(fill), cfg.nseg, out, seg_before, miss,
                         **plan[f"search_{band}"])
 
         if cfg.hist_bins:
@@ -683,11 +699,12 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         # (its partial counts are then per part, merged in their fixed order)
         parts = cfg.nseg * cfg.round_split
         for _ in range(cfg.wide_rounds):
-            launch_site((site, "round"), wide_round_kernel, (batch, parts),
+            launch_site((site, "round"), wide_round_kernel, (listed, parts),
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len // cfg.round_split,
-                        cfg.wide_fit, part_i, part_f, **plan["round"])
-            launch_site((site, "narrow"), wide_narrow_kernel, (batch,),
-                        row_info, row_f, part_i, part_f, parts, cfg.wide_fit, **plan["narrow"])
+                        cfg.wide_fit, part_i, part_f, miss, **plan["round"])
+            launch_site((site, "narrow"), wide_narrow_kernel, (listed,),
+                        row_info, row_f, part_i, part_f, miss, parts, cfg.wide_fit,
+                        **plan["narrow"])
         compact_and_search(False)
     return cand_val, cand_idx, seg_i, seg_before, row_info, site
 

@@ -30,6 +30,7 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     KEY_MAX,
     KEY_NAN,
     RADIX,
+    SEARCH_SPLIT_ROWS,
     compact_tile,
     count_search_radix,
     key_to_value,
@@ -342,7 +343,7 @@ def row_boundary(ckey, cw, member, k, k_on, p, p_on, row_mass, V, zero_i):
         else:
             T_k, r = search_in_registers(ckey, cw, member, zero_i.to(tl.int64) + KEY_NAN - 1,
                                          zero_i.to(tl.int64) + KEY_MAX, zero_i, zero_f,
-                                         k, zero_f, False)
+                                         k, zero_f, False, SPLIT=SEARCH_SPLIT_ROWS)
         rounds += r
         budget_k = k - tl.sum((member & (ckey > T_k)).to(tl.int32), axis=0)
     T = T_k
@@ -355,7 +356,8 @@ def row_boundary(ckey, cw, member, k, k_on, p, p_on, row_mass, V, zero_i):
             target = p * surv_mass
             lo_p = tl.where(k_on, T_k.to(tl.int64) - 1, KEY_NAN - 1)
             T_p, r = search_in_registers(ckey, cw, member, lo_p, zero_i.to(tl.int64) + KEY_MAX,
-                                         zero_i, zero_f, zero_i, target, True)
+                                         zero_i, zero_f, zero_i, target, True,
+                                         SPLIT=SEARCH_SPLIT_ROWS)
             rounds += r
             at_t = member & (ckey == T_p)
             copies = tl.sum(at_t.to(tl.int32), axis=0)

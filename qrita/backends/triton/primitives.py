@@ -30,6 +30,10 @@ SEARCH_FUSED = tl.constexpr(os.environ.get("QRITA_SEARCH_FUSED", "0") == "1")
 #: session). Measuring knob, read once at import: QRITA_SEARCH_SPLIT=0 gives them the (N, 4)
 #: reduction per round (the form before)
 SEARCH_SPLIT = tl.constexpr(os.environ.get("QRITA_SEARCH_SPLIT", "1") != "0")
+#: measuring knob, read once at import: QRITA_SEARCH_SPLIT_ROWS=1 gives the per-row search of the
+#: candidates (``pipeline.row_boundary``: the top-k and top-p threshold kernels) one reduction
+#: per pivot too (off until timed on a GPU)
+SEARCH_SPLIT_ROWS = tl.constexpr(os.environ.get("QRITA_SEARCH_SPLIT_ROWS", "0") == "1")
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 #: the σ-cutoff's order statistic up to this rank by repeated max-reductions
 #: (:func:`kth_distinct_key`); measuring knob, read once at import: QRITA_CUTOFF_SMALL=0 takes

@@ -8,7 +8,10 @@ counts and masses above it, per segment (B x S), and checked and searched per ro
 usual hit that is all. A missed or overflowing band leaves a narrowed interval to the rounds:
 16-way pivot counts and masses per segment (B x S), merged per row in a fixed order (B); then the
 entries left are compacted (B x S) and searched in registers (B). Rows in other modes return at
-once. Imports triton only.
+once. The launches after the band may take only the rows it missed, from a list the band's
+search appends them to (LISTED: grid G x S or G, each program looping over listed rows), so a
+large batch with a few misses does not launch B x S programs that only exit. Imports triton
+only.
 """
 
 import triton
@@ -187,14 +190,29 @@ def wide_band_kernel(
 def wide_round_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, seg_len, fit,
-    part_i_ptr, part_f_ptr,
-    BLOCK: tl.constexpr,
+    part_i_ptr, part_f_ptr, miss_ptr,
+    BLOCK: tl.constexpr, LISTED: tl.constexpr = False,
 ):
     """One segment's count and mass above each of 16 pivots of its row's interval, and the
     smallest / largest key inside the interval. part_i : (B, S, 32) int32, part_f : (B, S, 16).
     A row whose interval is one key, or holds at most ``fit`` entries (the compaction after the
-    rounds takes them), is settled: its programs return at once (:func:`_narrowing`)."""
-    row = tl.program_id(0)
+    rounds takes them), is settled: its programs return at once (:func:`_narrowing`).
+    LISTED: grid (G, S), the rows the band missed (listed at miss_ptr by :func:`wide_search_kernel`) shared among
+    the G programs of a segment; else grid (B, S), one row each."""
+    if LISTED:
+        n_listed = tl.load(miss_ptr)
+        for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
+            _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
+                       part_f_ptr, tl.load(miss_ptr + 1 + i), BLOCK)
+    else:
+        _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
+                   part_f_ptr, tl.program_id(0), BLOCK)
+
+
+@triton.jit
+def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr, part_f_ptr,
+               row, BLOCK: tl.constexpr):
+    """:func:`wide_round_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
     row64 = (row * 0).to(tl.int64) + row
@@ -244,12 +262,26 @@ def wide_round_kernel(
 
 @triton.jit
 def wide_narrow_kernel(
-    row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr,
+    row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, miss_ptr,
     nseg, fit,
-    NSEG_P2: tl.constexpr,
+    NSEG_P2: tl.constexpr, LISTED: tl.constexpr = False,
 ):
-    """Merge the segments' pivot counts in a fixed order and narrow the row's interval."""
-    row = tl.program_id(0)
+    """Merge the segments' pivot counts in a fixed order and narrow the row's interval
+    (LISTED: grid (G,), the listed rows shared among the programs; else grid (B,))."""
+    if LISTED:
+        n_listed = tl.load(miss_ptr)
+        for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
+            _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit,
+                        tl.load(miss_ptr + 1 + i), NSEG_P2)
+    else:
+        _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, tl.program_id(0),
+                    NSEG_P2)
+
+
+@triton.jit
+def _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
+                NSEG_P2: tl.constexpr):
+    """:func:`wide_narrow_kernel`'s work for one row."""
     row64 = (row * 0).to(tl.int64) + row
     info = row_i_ptr + row64 * ROW_I
     mode = tl.load(info)
@@ -323,9 +355,10 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
 def wide_compact_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, seg_len,
-    cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
+    cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, miss_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
     BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
+    LISTED: tl.constexpr = False,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -341,8 +374,33 @@ def wide_compact_kernel(
     KEY_SHIFT (with BAND, 16-bit rows): a band of at most KEY_BINS values (:func:`keyed_band`) is
     counted per value instead (:func:`_count_band_values`), nothing is copied; any other band
     is compacted.
+
+    BAND also empties the list of missed rows (miss_ptr[0] = 0) that
+    :func:`wide_search_kernel` then fills. LISTED (after the rounds): grid (G, S), the listed
+    rows shared among the G programs of a segment; else grid (B, S).
     """
-    row = tl.program_id(0)
+    if BAND:
+        if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
+            tl.store(miss_ptr, 0)
+    if LISTED:
+        n_listed = tl.load(miss_ptr)
+        for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
+            _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
+                         cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
+                         tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT,
+                         KEY_SHIFT)
+    else:
+        _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
+                     cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, tl.program_id(0), BLOCK,
+                     CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT)
+
+
+@triton.jit
+def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr, cand_idx_ptr,
+                 seg_i_ptr, part_i_ptr, part_f_ptr, row, BLOCK: tl.constexpr,
+                 CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
+                 BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr):
+    """:func:`wide_compact_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
     row64 = (row * 0).to(tl.int64) + row
@@ -503,9 +561,9 @@ def _finish_keyed(part_i_ptr, info, seg_before_ptr, row64, nseg, first_value, ma
 def wide_search_kernel(
     x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr,
     V, stride_x, stride_out, fill, nseg,
-    out_ptr, seg_before_ptr,
+    out_ptr, seg_before_ptr, miss_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, BAND: tl.constexpr,
-    KEY_SHIFT: tl.constexpr = 0,
+    KEY_SHIFT: tl.constexpr = 0, LISTED: tl.constexpr = False,
 ):
     """Finish a wide row from its compacted interval: pivot search and tie counting (mode 4, the
     segments write the row).
@@ -518,9 +576,33 @@ def wide_search_kernel(
     holds T (:func:`_finish_keyed`), however many copies its values have.
     Not BAND (after the rounds): finish, or if a segment overflowed, the exact single-program
     fallback (mode 2, written here).
+
+    BAND: a row the band missed is appended to the list at miss_ptr (miss_ptr[0] rows, then
+    their indices; integer atomics: the list's order varies, what each row computes does not).
+    LISTED (after the rounds): grid (G,), the listed rows shared among the programs; else grid
+    (B,).
     """
+    if LISTED:
+        n_listed = tl.load(miss_ptr)
+        for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
+            _search_row(x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr,
+                        part_i_ptr, part_f_ptr, V, stride_x, stride_out, fill, nseg, out_ptr,
+                        seg_before_ptr, miss_ptr, tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG,
+                        NSEG_P2, BAND, KEY_SHIFT)
+    else:
+        _search_row(x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr,
+                    part_i_ptr, part_f_ptr, V, stride_x, stride_out, fill, nseg, out_ptr,
+                    seg_before_ptr, miss_ptr, tl.program_id(0), BLOCK, CAP_SEG, NSEG_P2, BAND,
+                    KEY_SHIFT)
+
+
+@triton.jit
+def _search_row(x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr, part_i_ptr,
+                part_f_ptr, V, stride_x, stride_out, fill, nseg, out_ptr, seg_before_ptr,
+                miss_ptr, row, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr,
+                NSEG_P2: tl.constexpr, BAND: tl.constexpr, KEY_SHIFT: tl.constexpr):
+    """:func:`wide_search_kernel`'s work for one row."""
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
-    row = tl.program_id(0)
     zero_i = row * 0
     row64 = zero_i.to(tl.int64) + row
     info = row_i_ptr + row64 * ROW_I
@@ -592,6 +674,8 @@ def wide_search_kernel(
                 tl.store(info + 7, cnt_lo)
                 tl.store(info + 8, cnt_hi)
                 tl.store(row_f_ptr + row64 * ROW_F + 3, mass_hi)
+                listed = tl.atomic_add(miss_ptr, 1)
+                tl.store(miss_ptr + 1 + listed, row)
         else:
             lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
             row_x = x_ptr + row64 * stride_x
