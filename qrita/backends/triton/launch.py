@@ -379,11 +379,16 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # session)
         wide_rounds = _table_override("rounds", (4, 0))[0]
         wide_fit_percent = _table_override("widefit", (50, 0))[0]
-        # the launches after the band over the rows it missed only, listed by its search
-        # (``widelist=Gx0``: G programs per segment share the list; 0x0: one per row, as
-        # before). At B = 1024 a round's 32768 programs (16 segments x 2) mostly only exit: its
-        # four launches took 120 µs for the ~32 rows (of 1024) the band missed, fp32 zipf
-        # topp0.9 (one row alone: 10.5 µs; BENCHMARKS.md thirtieth session)
+        # at B > G, the launches after the band over the rows it missed only, listed by its
+        # search (``widelist=Gx0``: G programs per segment share the list; 0x0: one per row
+        # at every B, as before). At B = 1024 a round's 32768 programs (16 segments x 2)
+        # mostly only exit. H200, V = 131072 fp32, graph us, one per row -> listed (G = 128):
+        # B = 1024 zipf topp0.9 1237.1 -> 1166.6 (rounds 127.7 -> 52.3 for the 41 rows the
+        # band missed), topp0.99 1373.9 -> 1324.6, gaussian topp0.9 1284.5 -> 1229.0,
+        # topp0.99 1284.4 -> 1224.0; at B = 64 (G = 64) 2-3% slower (each listed launch waits
+        # for the list before the row: 209.1 -> 212.9 zipf topp0.9), at B = 1 161.3 (152.6
+        # one per row, another call and input):
+        # hence B > G only (BENCHMARKS.md thirtieth session)
         wide_list = _table_override("widelist", (128, 0))[0]
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
@@ -518,7 +523,8 @@ def _tile_in_segment(tile: int, seg_len: int) -> int:
 @functools.lru_cache(maxsize=1024)
 def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
           smallest: bool, select: bool, wide: bool, retry: bool,
-          small: bool = False, small_batch: bool = False) -> dict[str, dict]:
+          small: bool = False, small_batch: bool = False,
+          listed: bool = False) -> dict[str, dict]:
     """The constexpr / launch-option keyword arguments of each launch of one call, built once
     per (config, argument kinds): every call runs this host code, so it is kept out of it."""
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
@@ -559,12 +565,11 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         block_c = (cfg.block_wide or block_cand) if band else cfg.block_wide2
         warps_c = (cfg.warps_wide or warps_cand) if band else cfg.warps_wide2
         key_shift = cfg.key_shift if band else 0
-        listed = cfg.wide_list > 0 and not band
         plan[f"compact_{band}"] = dict(BLOCK=block_c, **seg, SPARSE=sparse_wide, BAND=band,
-                                       FLAT=cfg.wide_flat, KEY_SHIFT=key_shift, LISTED=listed,
-                                       num_warps=warps_c)
+                                       FLAT=cfg.wide_flat, KEY_SHIFT=key_shift,
+                                       LISTED=listed and not band, num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
-                                      LISTED=listed, num_warps=cfg.warps_search)
+                                      LISTED=listed and not band, num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
                         num_warps=cfg.warps_band)
     if cfg.hist_bins:
@@ -573,10 +578,10 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                   num_warps=cfg.warps_hist)
         plan["hist_merge"] = dict(NB=cfg.hist_bins, STEPS=cfg.hist_bins.bit_length(),
                                   num_warps=cfg.warps_stream)
-    plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block), LISTED=cfg.wide_list > 0,
+    plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block), LISTED=listed,
                          num_warps=cfg.warps_round or cfg.warps_stream)
-    plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split),
-                          LISTED=cfg.wide_list > 0, num_warps=cfg.warps_stream)
+    plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split), LISTED=listed,
+                          num_warps=cfg.warps_stream)
     return plan
 
 
@@ -626,8 +631,11 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     small_batch = ((p is None or (cfg.cand_small_kp and k_every_row))
                    and batch <= SMALL_BATCH_ROWS and cfg.block_cand_small > 0
                    and cfg.warps_cand_small > 0)
+    # the launches after the wide band over a list of the rows it missed, at batches larger
+    # than the list's programs (``wide_list``); smaller batches keep one program per row
+    listed = wide and 0 < cfg.wide_list < batch
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                 retry, small, small_batch)
+                 retry, small, small_batch, listed)
     k_ptr = k if k_array else seg_i
     p_ptr = p if p_array else seg_f
     k_scalar = 0 if (k is None or k_array) else int(k)
@@ -638,7 +646,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # config and the argument kinds give the constexprs and options, the tokens the runtime
     # arguments' (the workspace parts' alignment depends on B)
     site = _site_id((cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                     retry, small, small_batch,
+                     retry, small, small_batch, listed,
                      *map(_SPEC, (x, k_ptr, p_ptr, vocab, stride_x, k_scalar)),
                      _SPEC(out.stride(0)) if out is not None else None,
                      *map(_SPEC, (out, sel_val, sel_idx, *ws.values())),
@@ -663,10 +671,10 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         grid_seg = (batch, cfg.nseg)
         row_f, part_i, part_f, miss = ws["row_f"], ws["part_i"], ws["part_f"], ws["miss"]
         # after the band: programs for the rows it missed only (``widelist``), or one per row
-        listed = min(batch, cfg.wide_list) if cfg.wide_list > 0 else batch
+        list_programs = cfg.wide_list if listed else batch
 
         def compact_and_search(band: bool):
-            rows = batch if band else listed
+            rows = batch if band else list_programs
             launch_site((site, "compact", band), wide_compact_kernel, (rows, cfg.nseg),
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
                         seg_i, part_i, part_f, miss, **plan[f"compact_{band}"])
@@ -699,10 +707,10 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         # (its partial counts are then per part, merged in their fixed order)
         parts = cfg.nseg * cfg.round_split
         for _ in range(cfg.wide_rounds):
-            launch_site((site, "round"), wide_round_kernel, (listed, parts),
+            launch_site((site, "round"), wide_round_kernel, (list_programs, parts),
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len // cfg.round_split,
                         cfg.wide_fit, part_i, part_f, miss, **plan["round"])
-            launch_site((site, "narrow"), wide_narrow_kernel, (listed,),
+            launch_site((site, "narrow"), wide_narrow_kernel, (list_programs,),
                         row_info, row_f, part_i, part_f, miss, parts, cfg.wide_fit,
                         **plan["narrow"])
         compact_and_search(False)
