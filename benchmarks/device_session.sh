@@ -1057,13 +1057,13 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s32a ]]; then  # next session, call 1 (no code changes, knobs only): the threshold kernel's searches with one reduction per pivot (QRITA_SEARCH_SPLIT_ROWS=1) against the default on the same inputs (topk100_topp0.9: threshold 97 vs 78 us in two calls of the thirtieth session, other inputs); then the band's sample and warps and the wide compaction's tile, fp32 top-p (each profile draws the same inputs: same batches, scenarios, order)
+if [[ $stage == s32a ]]; then  # next session, call 1 (no code changes, knobs only): the threshold kernel's searches with one reduction per pivot (QRITA_SEARCH_SPLIT_ROWS=1) against the default on the same inputs (topk100_topp0.9: threshold 97 vs 78 us in two calls of the thirtieth session, other inputs); then the rounds merged by their last program (roundmerge=1x0: 4 launches fewer), the band's sample and warps and the wide compaction's tile, fp32 top-p (each profile draws the same inputs: same batches, scenarios, order)
   for knob in default QRITA_SEARCH_SPLIT_ROWS=1; do
     PROF_BATCH=${PROF_B:-64,1024} KNOB_S="${PROF_S:-110}" \
       prof "$(echo $knob | tr '=,' '__')" topk100_topp0.9,topk1000 zipf,gaussian \
       $([[ $knob == default ]] || echo $knob)
   done
-  for table in ${BAND_T:-default band=4096x8 band=2048x4 wide=256x1 wide=512x1}; do
+  for table in ${BAND_T:-default roundmerge=1x0 band=4096x8 band=2048x4 wide=256x1 wide=512x1}; do
     PROF_BATCH=${PROF_B2:-1,64,1024} KNOB_S="${PROF_S2:-70}" \
       prof "t_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf \
       $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)

@@ -580,6 +580,44 @@ def test_wide_rounds_stop_once_the_interval_fits(monkeypatch):
     assert any((rounds[None, p] < rounds[-1, p]).any() for p in (0.9, 0.99)), rounds
 
 
+def test_wide_rounds_merged_by_their_last_program(monkeypatch):
+    """The 16-way rounds' merge and narrowing done by each row's last round program to arrive
+    (``round_merge``, the launch table's ``roundmerge``) instead of narrow launches: no narrow
+    launch, every row's statistics (mode, T, budget, rounds, interval, counts) the same integers
+    as with the launches, and the oracle's masks. A tiny band makes most rows miss it; each
+    segment over two programs, and more missed rows than the listed programs (the loop over the
+    list, ``wide_list``), one row per program at B <= ``wide_list``."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import wide
+
+    table = launch_module.pipeline_config
+    rng = np.random.default_rng(37)
+    V = 1000
+    x = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
+                        generators.gaussian_logits(2, V, 2.0, rng),
+                        generators.quantised(generators.gaussian_logits(1, V, 2.0, rng), 2)])
+    stats = {}
+    for merge in (False, True):
+        monkeypatch.setattr(launch_module, "pipeline_config",
+                            lambda V, dtype, merge=merge: replace(
+                                table(V, dtype), band_percent=1, round_split=2, wide_list=2,
+                                round_merge=merge))
+        narrow = _site_launches(monkeypatch, wide.wide_narrow_kernel)
+        for rows in (x, x[:2]):
+            for p in (0.9, 0.99):
+                out = torch.zeros((rows.shape[0], ops.STATS_WIDTH), dtype=torch.int32,
+                                  device=DEVICE)
+                run_and_check(rows, "float32", None, p, stats=out)
+                stats[merge, rows.shape[0], p] = out.cpu().numpy()
+        assert (len(narrow) == 0) == merge, len(narrow)
+    for rows in (x.shape[0], 2):
+        for p in (0.9, 0.99):
+            assert (stats[True, rows, p][:, 4] > 0).sum() >= (3 if rows > 2 else 1), stats[True, rows, p]
+            np.testing.assert_array_equal(stats[True, rows, p], stats[False, rows, p])
+
+
 @pytest.mark.parametrize("sparse_wide,flat", [(0, False), (64, False), (0, True)])
 def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide, flat):
     """The wide compaction's two ways of appending a tile (one by one, or a prefix sum: which one

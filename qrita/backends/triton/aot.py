@@ -226,7 +226,8 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         out["wide_round"] = _compile(wide.wide_round_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "seg_len": "i32", "fit": "i32", "part_i_ptr": "*i32",
-            "part_f_ptr": "*fp32", "miss_ptr": "*i32"}, dict(BLOCK=128, LISTED=True), target, 4)
+            "part_f_ptr": "*fp32", "miss_ptr": "*i32", "arrive_ptr": "*i32"},
+            dict(BLOCK=128, LISTED=True, MERGE=True, NSEG_P2=nseg_p2), target, 4)
         out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "miss_ptr": "*i32", "nseg": "i32", "fit": "i32"},
@@ -257,7 +258,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "row_f_ptr": "*fp32",
                 "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "V": "i32", "stride_x": "i64",
                 "stride_out": "i64", "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}",
-                "seg_before_ptr": "*i32", "miss_ptr": "*i32"},
+                "seg_before_ptr": "*i32", "miss_ptr": "*i32", "arrive_ptr": "*i32"},
                 dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, BAND=band,
                      KEY_SHIFT=key_shift if band else 0, LISTED=not band), target, 8)
     common = {"x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",

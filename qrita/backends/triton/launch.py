@@ -114,7 +114,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     append limit (``candone=TILEx0``, default 2048, up to the segment; ``sparseone=Nx0``,
     default 0: prefix sums only), the small-k search's slots per row (``capsmall=2048x0``;
     ``0x0``: the usual), the wide compaction's FLAT lanes (``wideflat=1x0`` / ``0x0``;
-    default on for float32), or the keyed band of 16-bit rows (``keyband=0x0``: off)."""
+    default on for float32), the keyed band of 16-bit rows (``keyband=0x0``: off), the wide
+    stage's programs per segment after the band (``widelist=Gx0``; ``0x0``: one per row) or its
+    rounds merged by their last program (``roundmerge=1x0``; also in the interpreter)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -200,6 +202,9 @@ class PipelineConfig:
     # programs (per segment) of the launches after the band, which take the rows it missed from
     # a list; 0: one program per row of the batch (``widelist``)
     wide_list: int = 0
+    # the rounds' merge and narrowing by each row's last program to arrive (``roundmerge``),
+    # instead of launches of their own
+    round_merge: bool = False
     # a row stops narrowing once its interval holds at most this many entries (-1: never; the
     # launch table sets half the slots)
     wide_fit: int = -1
@@ -275,6 +280,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         round_split = 1
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
         wide_list = 2  # fewer programs than missed rows: CI runs their loop over the list
+        round_merge = _table_override("roundmerge", (0, 0))[0] == 1  # off, as on the GPU
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
@@ -390,6 +396,10 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # one per row, another call and input):
         # hence B > G only (BENCHMARKS.md thirtieth session)
         wide_list = _table_override("widelist", (128, 0))[0]
+        # ``roundmerge=1x0``: no narrow launches; each row's last round program to arrive
+        # merges and narrows (four launches fewer per call with top-p's wide stage; not yet
+        # timed on a GPU: off)
+        round_merge = _table_override("roundmerge", (0, 0))[0] == 1
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
         # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
@@ -472,6 +482,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           wide_flat=wide_flat, key_shift=key_shift,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
+                          round_merge=round_merge,
                           round_split=round_split if seg_len % (round_split * block_round) == 0
                           else 1,
                           block_cand_small=_tile_in_segment(block_cand_small, seg_len),
@@ -579,6 +590,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan["hist_merge"] = dict(NB=cfg.hist_bins, STEPS=cfg.hist_bins.bit_length(),
                                   num_warps=cfg.warps_stream)
     plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block), LISTED=listed,
+                         MERGE=cfg.round_merge,
+                         NSEG_P2=next_pow2(cfg.nseg * cfg.round_split),
                          num_warps=cfg.warps_round or cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split), LISTED=listed,
                           num_warps=cfg.warps_stream)
@@ -594,12 +607,13 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     the keyed band's value counts, 16-bit rows).
     """
     names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
-             "part_f", "miss", "row_info")
+             "part_f", "miss", "arrive", "row_info")
     widths = (1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 8,
               cfg.nseg * max(cfg.round_split * 32, KEY_PART.value if cfg.key_shift else 0)
               if wide else 0,
               cfg.nseg * cfg.round_split * 16 if wide else 0,
               2 if wide else 0,  # the rows the band missed: a count, then their indices
+              1 if wide else 0,  # each row's arrival counter in the rounds (``round_merge``)
               0 if row_info is not None else ROW_INFO)
     # one allocation and one split (flat per-part chunks: the kernels index rows themselves);
     # few host calls, this runs on every call
@@ -670,6 +684,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     if wide:
         grid_seg = (batch, cfg.nseg)
         row_f, part_i, part_f, miss = ws["row_f"], ws["part_i"], ws["part_f"], ws["miss"]
+        arrive = ws["arrive"]
         # after the band: programs for the rows it missed only (``widelist``), or one per row
         list_programs = cfg.wide_list if listed else batch
 
@@ -681,7 +696,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
             launch_site((site, "search", band), wide_search_kernel, (rows,),
                         x, cand_val, cand_idx, seg_i, row_info, row_f, part_i, part_f, vocab,
                         stride_x, out.stride(0), float(fill), cfg.nseg, out, seg_before, miss,
-                        **plan[f"search_{band}"])
+                        arrive, **plan[f"search_{band}"])
 
         if cfg.hist_bins:
             limit = int(cfg.max_band * cfg.hist_band_percent / 100)
@@ -709,10 +724,11 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         for _ in range(cfg.wide_rounds):
             launch_site((site, "round"), wide_round_kernel, (list_programs, parts),
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len // cfg.round_split,
-                        cfg.wide_fit, part_i, part_f, miss, **plan["round"])
-            launch_site((site, "narrow"), wide_narrow_kernel, (list_programs,),
-                        row_info, row_f, part_i, part_f, miss, parts, cfg.wide_fit,
-                        **plan["narrow"])
+                        cfg.wide_fit, part_i, part_f, miss, arrive, **plan["round"])
+            if not cfg.round_merge:
+                launch_site((site, "narrow"), wide_narrow_kernel, (list_programs,),
+                            row_info, row_f, part_i, part_f, miss, parts, cfg.wide_fit,
+                            **plan["narrow"])
         compact_and_search(False)
     return cand_val, cand_idx, seg_i, seg_before, row_info, site
 

@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 
 from qrita.backends.triton.fallback import full_row_search, top_p_budget, write_row_decide
+from qrita.backends.triton.one_launch import arrive_last
 from qrita.backends.triton.primitives import (
     KEY_FLOOR,
     KEY_MAX,
@@ -190,28 +191,36 @@ def wide_band_kernel(
 def wide_round_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, seg_len, fit,
-    part_i_ptr, part_f_ptr, miss_ptr,
-    BLOCK: tl.constexpr, LISTED: tl.constexpr = False,
+    part_i_ptr, part_f_ptr, miss_ptr, arrive_ptr,
+    BLOCK: tl.constexpr, LISTED: tl.constexpr = False, MERGE: tl.constexpr = False,
+    NSEG_P2: tl.constexpr = 1,
 ):
     """One segment's count and mass above each of 16 pivots of its row's interval, and the
     smallest / largest key inside the interval. part_i : (B, S, 32) int32, part_f : (B, S, 16).
     A row whose interval is one key, or holds at most ``fit`` entries (the compaction after the
     rounds takes them), is settled: its programs return at once (:func:`_narrowing`).
-    LISTED: grid (G, S), the rows the band missed (listed at miss_ptr by :func:`wide_search_kernel`) shared among
-    the G programs of a segment; else grid (B, S), one row each."""
+    LISTED: grid (G, S), the rows the band missed (listed at miss_ptr by
+    :func:`wide_search_kernel`) shared among the G programs of a segment; else grid (B, S),
+    one row each.
+    MERGE: the row's last program to arrive (an integer counter per row, arrive_ptr : (B,)
+    int32, zeroed by the band's search, set back to zero here) merges the partials and narrows
+    the interval itself, as :func:`wide_narrow_kernel` would in a launch of its own (the same
+    sums in the same order: only who runs it changes). NSEG_P2: the next power of two of S."""
     if LISTED:
         n_listed = tl.load(miss_ptr)
         for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
             _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
-                       part_f_ptr, tl.load(miss_ptr + 1 + i), BLOCK)
+                       part_f_ptr, arrive_ptr, tl.load(miss_ptr + 1 + i), BLOCK, MERGE,
+                       NSEG_P2)
     else:
         _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
-                   part_f_ptr, tl.program_id(0), BLOCK)
+                   part_f_ptr, arrive_ptr, tl.program_id(0), BLOCK, MERGE, NSEG_P2)
 
 
 @triton.jit
 def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr, part_f_ptr,
-               row, BLOCK: tl.constexpr):
+               arrive_ptr, row, BLOCK: tl.constexpr, MERGE: tl.constexpr,
+               NSEG_P2: tl.constexpr):
     """:func:`wide_round_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -258,6 +267,11 @@ def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_pt
         tl.store(part_i_ptr + slot * PART + WAYS, key_min)
         tl.store(part_i_ptr + slot * PART + WAYS + 1, key_max)
         tl.store(part_f_ptr + slot * WAYS + lanes, masses)
+        if MERGE:
+            if arrive_last(arrive_ptr, row64, nseg):
+                tl.store(arrive_ptr + row64, 0)
+                _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
+                            NSEG_P2)
 
 
 @triton.jit
@@ -561,7 +575,7 @@ def _finish_keyed(part_i_ptr, info, seg_before_ptr, row64, nseg, first_value, ma
 def wide_search_kernel(
     x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr,
     V, stride_x, stride_out, fill, nseg,
-    out_ptr, seg_before_ptr, miss_ptr,
+    out_ptr, seg_before_ptr, miss_ptr, arrive_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, BAND: tl.constexpr,
     KEY_SHIFT: tl.constexpr = 0, LISTED: tl.constexpr = False,
 ):
@@ -580,8 +594,11 @@ def wide_search_kernel(
     BAND: a row the band missed is appended to the list at miss_ptr (miss_ptr[0] rows, then
     their indices; integer atomics: the list's order varies, what each row computes does not).
     LISTED (after the rounds): grid (G,), the listed rows shared among the programs; else grid
-    (B,).
+    (B,). BAND also zeroes each row's arrival counter for the rounds (arrive_ptr : (B,) int32,
+    :func:`wide_round_kernel`'s MERGE).
     """
+    if BAND:
+        tl.store(arrive_ptr + tl.program_id(0), 0)
     if LISTED:
         n_listed = tl.load(miss_ptr)
         for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
