@@ -618,6 +618,40 @@ def test_wide_rounds_merged_by_their_last_program(monkeypatch):
             np.testing.assert_array_equal(stats[True, rows, p], stats[False, rows, p])
 
 
+@pytest.mark.parametrize("ahead", [(2, 3), (4, 2), (3, 4)])
+def test_tiles_in_flight_change_nothing(monkeypatch, ahead):
+    """Tiles in flight per program in pass A and the wide stage's streams (``ahead``, the launch
+    table's ``ahead`` / ``aheadsmall``: 1-4) change which loads are pending, never which tile a
+    lane sums: the masks are the oracle's and every row's statistics are the same integers as
+    with one tile in flight, on rows that take the band, miss it (the rounds) and fit the
+    candidates; top-k and top-k + top-p too. Segments of 8 tiles (32-entry tiles), and a last
+    tile past V."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+
+    table = launch_module.pipeline_config
+    rng = np.random.default_rng(41)
+    V = 1501
+    x = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
+                        generators.gaussian_logits(2, V, 2.0, rng),
+                        generators.quantised(generators.gaussian_logits(1, V, 2.0, rng), 2)])
+    stats = {}
+    for depth in ((1, 1), ahead):
+        monkeypatch.setattr(launch_module, "pipeline_config",
+                            lambda V, dtype, depth=depth: replace(
+                                table(V, dtype), band_percent=5, ahead=depth,
+                                ahead_small=depth, block_cand=32, block_wide=32,
+                                block_wide2=32, block_round=32))
+        for k, p in ((None, 0.9), (None, 0.99), (20, None), (30, 0.8)):
+            out = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            run_and_check(x, "float32", k, p, stats=out)
+            stats[depth, k, p] = out.cpu().numpy()
+    for k, p in ((None, 0.9), (None, 0.99), (20, None), (30, 0.8)):
+        np.testing.assert_array_equal(stats[ahead, k, p], stats[(1, 1), k, p])
+    assert (stats[(1, 1), None, 0.9][:, 4] > 0).any()  # some row ran the rounds
+
+
 @pytest.mark.parametrize("sparse_wide,flat", [(0, False), (64, False), (0, True)])
 def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide, flat):
     """The wide compaction's two ways of appending a tile (one by one, or a prefix sum: which one

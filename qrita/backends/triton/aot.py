@@ -103,7 +103,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             # pass A's online masses (the launch table's ``lean=0x0``; lean is the default)
             out["candidates_online"] = _compile(pipeline.candidates_kernel, cand_sig,
                 dict(kp, SMALLEST=False, BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2,
-                     SPARSE=8, ONLY_RETRY=False, LEAN=False), target, 4)
+                     SPARSE=8, ONLY_RETRY=False, LEAN=False, AHEAD=2), target, 4)
         if flags["HAS_K"] and not flags["HAS_P"] and not again and dtype == ALL_VARIANTS_DTYPE:
             # top-k alone at small batches: pass A's own tile and warps, prefix sums only (the
             # launch table's ``candsmall``, ``sparsesmall``)
@@ -227,7 +227,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "seg_len": "i32", "fit": "i32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "miss_ptr": "*i32", "arrive_ptr": "*i32"},
-            dict(BLOCK=128, LISTED=True, MERGE=True, NSEG_P2=nseg_p2), target, 4)
+            dict(BLOCK=128, LISTED=True, MERGE=True, NSEG_P2=nseg_p2, AHEAD=4), target, 4)
         out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "miss_ptr": "*i32", "nseg": "i32", "fit": "i32"},
@@ -251,7 +251,8 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "part_f_ptr": "*fp32", "miss_ptr": "*i32"},
                 dict(BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, BAND=band,
                      FLAT=dtype == "float32",  # FLAT lanes: the float32 table's (wide_flat)
-                     KEY_SHIFT=key_shift if band else 0, LISTED=not band),
+                     KEY_SHIFT=key_shift if band else 0, LISTED=not band,
+                     AHEAD=1 if band else 3),
                 target, 4)
             out["wide_search" + tag] = _compile(wide.wide_search_kernel, {
                 "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",

@@ -115,8 +115,10 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     default 0: prefix sums only), the small-k search's slots per row (``capsmall=2048x0``;
     ``0x0``: the usual), the wide compaction's FLAT lanes (``wideflat=1x0`` / ``0x0``;
     default on for float32), the keyed band of 16-bit rows (``keyband=0x0``: off), the wide
-    stage's programs per segment after the band (``widelist=Gx0``; ``0x0``: one per row) or its
-    rounds merged by their last program (``roundmerge=1x0``; also in the interpreter)."""
+    stage's programs per segment after the band (``widelist=Gx0``; ``0x0``: one per row), its
+    rounds merged by their last program (``roundmerge=1x0``; also in the interpreter), or the
+    tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
+    at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -205,6 +207,10 @@ class PipelineConfig:
     # the rounds' merge and narrowing by each row's last program to arrive (``roundmerge``),
     # instead of launches of their own
     round_merge: bool = False
+    # tiles in flight per program: (pass A, the wide stage's compaction and rounds), at any
+    # batch and at batches of at most SMALL_BATCH_ROWS (``ahead``, ``aheadsmall``)
+    ahead: tuple[int, int] = (1, 1)
+    ahead_small: tuple[int, int] = (1, 1)
     # a row stops narrowing once its interval holds at most this many entries (-1: never; the
     # launch table sets half the slots)
     wide_fit: int = -1
@@ -280,7 +286,15 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         round_split = 1
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
         wide_list = 2  # fewer programs than missed rows: CI runs their loop over the list
-        round_merge = _table_override("roundmerge", (0, 0))[0] == 1  # off, as on the GPU
+        round_merge = _table_override("roundmerge", (0, 0))[0] == 1
+        # ``ahead=AxW`` / ``aheadsmall=AxW``: tiles in flight per program (1-4) in pass A (A)
+        # and in the wide stage's compaction and rounds (W), at any batch / at batches of at
+        # most SMALL_BATCH_ROWS. They change no sum, so they may follow B. Default 1x1 (one
+        # tile prefetched, as before); not yet timed on a GPU at more
+        ahead = _table_override("ahead", (1, 1))
+        ahead_small = _table_override("aheadsmall", ahead)  # off, as on the GPU
+        ahead = _table_override("ahead", (1, 1))  # as on the GPU
+        ahead_small = _table_override("aheadsmall", ahead)
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
@@ -400,6 +414,12 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # merges and narrows (four launches fewer per call with top-p's wide stage; not yet
         # timed on a GPU: off)
         round_merge = _table_override("roundmerge", (0, 0))[0] == 1
+        # ``ahead=AxW`` / ``aheadsmall=AxW``: tiles in flight per program (1-4) in pass A (A)
+        # and in the wide stage's compaction and rounds (W), at any batch / at batches of at
+        # most SMALL_BATCH_ROWS. They change no sum, so they may follow B. Default 1x1 (one
+        # tile prefetched, as before); not yet timed on a GPU at more
+        ahead = _table_override("ahead", (1, 1))
+        ahead_small = _table_override("aheadsmall", ahead)
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
         # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
@@ -483,6 +503,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_merge=round_merge,
+                          ahead=tuple(min(max(n, 1), 4) for n in ahead),
+                          ahead_small=tuple(min(max(n, 1), 4) for n in ahead_small),
                           round_split=round_split if seg_len % (round_split * block_round) == 0
                           else 1,
                           block_cand_small=_tile_in_segment(block_cand_small, seg_len),
@@ -535,7 +557,7 @@ def _tile_in_segment(tile: int, seg_len: int) -> int:
 def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
           smallest: bool, select: bool, wide: bool, retry: bool,
           small: bool = False, small_batch: bool = False,
-          listed: bool = False) -> dict[str, dict]:
+          listed: bool = False, ahead: tuple[int, int] = (1, 1)) -> dict[str, dict]:
     """The constexpr / launch-option keyword arguments of each launch of one call, built once
     per (config, argument kinds): every call runs this host code, so it is kept out of it."""
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
@@ -560,7 +582,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     for again in (False, True):
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=sparse_cand, ONLY_RETRY=again,
-                                           LEAN=cfg.lean_mass and has_p, num_warps=warps_cand)
+                                           LEAN=cfg.lean_mass and has_p, AHEAD=ahead[0],
+                                           num_warps=warps_cand)
         for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search
             # warps whatever the dense packing's
@@ -578,7 +601,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         key_shift = cfg.key_shift if band else 0
         plan[f"compact_{band}"] = dict(BLOCK=block_c, **seg, SPARSE=sparse_wide, BAND=band,
                                        FLAT=cfg.wide_flat, KEY_SHIFT=key_shift,
-                                       LISTED=listed and not band, num_warps=warps_c)
+                                       LISTED=listed and not band, AHEAD=ahead[1],
+                                       num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
@@ -590,7 +614,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan["hist_merge"] = dict(NB=cfg.hist_bins, STEPS=cfg.hist_bins.bit_length(),
                                   num_warps=cfg.warps_stream)
     plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block), LISTED=listed,
-                         MERGE=cfg.round_merge,
+                         MERGE=cfg.round_merge, AHEAD=ahead[1],
                          NSEG_P2=next_pow2(cfg.nseg * cfg.round_split),
                          num_warps=cfg.warps_round or cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split), LISTED=listed,
@@ -648,8 +672,11 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # the launches after the wide band over a list of the rows it missed, at batches larger
     # than the list's programs (``wide_list``); smaller batches keep one program per row
     listed = wide and 0 < cfg.wide_list < batch
+    # tiles in flight per program in pass A and the wide stage's streams (``ahead``,
+    # ``aheadsmall`` at batches of at most SMALL_BATCH_ROWS): no sum depends on them
+    ahead = cfg.ahead_small if batch <= SMALL_BATCH_ROWS else cfg.ahead
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                 retry, small, small_batch, listed)
+                 retry, small, small_batch, listed, ahead)
     k_ptr = k if k_array else seg_i
     p_ptr = p if p_array else seg_f
     k_scalar = 0 if (k is None or k_array) else int(k)
@@ -660,7 +687,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # config and the argument kinds give the constexprs and options, the tokens the runtime
     # arguments' (the workspace parts' alignment depends on B)
     site = _site_id((cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                     retry, small, small_batch, listed,
+                     retry, small, small_batch, listed, ahead,
                      *map(_SPEC, (x, k_ptr, p_ptr, vocab, stride_x, k_scalar)),
                      _SPEC(out.stride(0)) if out is not None else None,
                      *map(_SPEC, (out, sel_val, sel_idx, *ws.values())),

@@ -38,6 +38,8 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     retry_cutoff_key,
     sample_cutoff_key,
     search_in_registers,
+    tile_ring_next,
+    tile_ring_start,
     weights_of,
 )
 
@@ -160,8 +162,10 @@ def candidates_kernel(
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
     SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr, LEAN: tl.constexpr = False,
+    AHEAD: tl.constexpr = 1,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
+    AHEAD: tiles in flight per program (:func:`tile_ring_next`; no sum depends on it).
 
     LEAN (with HAS_P; the default, ``lean=0x0`` turns it off): the masses are summed relative
     to a fixed reference, the first tile's largest finite entry (0 when it has none), with no
@@ -220,21 +224,21 @@ def candidates_kernel(
         lane_cand_mass = tl.zeros([BLOCK], tl.float32)
         lane_inf = tl.zeros([BLOCK], tl.int32)  # +inf entries, + 65536 x +inf candidates
         lanes = tl.arange(0, BLOCK)
-        x_next = tl.load(row_x + seg_start + lanes, mask=seg_start + lanes < V, other=0.0)
+        t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_start + seg_len,
+                                         BLOCK, AHEAD)
         ref = zero_i.to(tl.float32)
         if HAS_P and LEAN:
-            first = x_next.to(tl.float32)
+            first = t1.to(tl.float32)
             ref = tl.max(tl.where((seg_start + lanes < V) & (tl.abs(first) < float("inf")),
                                   first, -float("inf")), axis=0)
             ref = tl.where(ref > -float("inf"), ref, 0.0)  # no finite entry: the check redoes it
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + lanes
             valid = offs < V
-            x = x_next.to(tl.float32)
-            # prefetch the next tile while this one is processed
-            next_offs = offs + BLOCK
-            x_next = tl.load(row_x + next_offs,
-                             mask=(next_offs < V) & (next_offs < seg_start + seg_len), other=0.0)
+            # prefetch the next AHEAD tiles while this one is processed
+            x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, offs, V,
+                                               seg_start + seg_len, BLOCK, AHEAD)
+            x = x.to(tl.float32)
             if SMALLEST:
                 is_cand = valid & (x <= bound)
                 lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), -x, -float("inf")))

@@ -545,6 +545,54 @@ def retry_cutoff_key(row_ptr, V, k, n_cand, max_seg, old_key, CAP_SEG: tl.conste
 
 
 @triton.jit
+def segment_tile(row_x, offs, V, seg_end):
+    """The row's entries at ``offs`` (its own dtype; 0.0 past V or past the segment's end)."""
+    return tl.load(row_x + offs, mask=(offs < V) & (offs < seg_end), other=0.0)
+
+
+@triton.jit
+def tile_ring_start(row_x, offs, V, seg_end, BLOCK: tl.constexpr, AHEAD: tl.constexpr):
+    """The first AHEAD (1-4) tiles of a segment's loop, loaded before any is used: the ring
+    (t1, t2, t3, t4) that :func:`tile_ring_next` turns (slots past AHEAD repeat t1, unused).
+    ``offs``: the first tile's offsets."""
+    t1 = segment_tile(row_x, offs, V, seg_end)
+    t2 = t1
+    t3 = t1
+    t4 = t1
+    if AHEAD >= 2:
+        t2 = segment_tile(row_x, offs + BLOCK, V, seg_end)
+    if AHEAD >= 3:
+        t3 = segment_tile(row_x, offs + 2 * BLOCK, V, seg_end)
+    if AHEAD >= 4:
+        t4 = segment_tile(row_x, offs + 3 * BLOCK, V, seg_end)
+    return t1, t2, t3, t4
+
+
+@triton.jit
+def tile_ring_next(t1, t2, t3, t4, row_x, offs, V, seg_end, BLOCK: tl.constexpr,
+                   AHEAD: tl.constexpr):
+    """The tile at ``offs`` (the ring's first) and the ring turned by one, the tile AHEAD tiles
+    on loaded (issued before the current tile is processed: AHEAD tiles in flight per program;
+    which tile a lane holds, and so every sum, does not depend on AHEAD)."""
+    current = t1
+    if AHEAD == 1:
+        t1 = segment_tile(row_x, offs + BLOCK, V, seg_end)
+    elif AHEAD == 2:
+        t1 = t2
+        t2 = segment_tile(row_x, offs + 2 * BLOCK, V, seg_end)
+    elif AHEAD == 3:
+        t1 = t2
+        t2 = t3
+        t3 = segment_tile(row_x, offs + 3 * BLOCK, V, seg_end)
+    else:
+        t1 = t2
+        t2 = t3
+        t3 = t4
+        t4 = segment_tile(row_x, offs + 4 * BLOCK, V, seg_end)
+    return current, t1, t2, t3, t4
+
+
+@triton.jit
 def compact_tile(x, tile_start, is_cand, lanes, n_tile, n_cand, row_x, cand_val, cand_idx,
                  BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, SPARSE: tl.constexpr):
     """Append a tile's n_tile candidates (value, index) to the segment's slots in index order.

@@ -31,6 +31,8 @@ from qrita.backends.triton.primitives import (
     order_key,
     rank_key,
     search_in_registers,
+    tile_ring_next,
+    tile_ring_start,
     weights_of,
 )
 
@@ -193,7 +195,7 @@ def wide_round_kernel(
     V, stride_x, seg_len, fit,
     part_i_ptr, part_f_ptr, miss_ptr, arrive_ptr,
     BLOCK: tl.constexpr, LISTED: tl.constexpr = False, MERGE: tl.constexpr = False,
-    NSEG_P2: tl.constexpr = 1,
+    NSEG_P2: tl.constexpr = 1, AHEAD: tl.constexpr = 1,
 ):
     """One segment's count and mass above each of 16 pivots of its row's interval, and the
     smallest / largest key inside the interval. part_i : (B, S, 32) int32, part_f : (B, S, 16).
@@ -205,22 +207,23 @@ def wide_round_kernel(
     MERGE: the row's last program to arrive (an integer counter per row, arrive_ptr : (B,)
     int32, zeroed by the band's search, set back to zero here) merges the partials and narrows
     the interval itself, as :func:`wide_narrow_kernel` would in a launch of its own (the same
-    sums in the same order: only who runs it changes). NSEG_P2: the next power of two of S."""
+    sums in the same order: only who runs it changes). NSEG_P2: the next power of two of S.
+    AHEAD: tiles in flight per program (:func:`tile_ring_next`; no sum depends on it)."""
     if LISTED:
         n_listed = tl.load(miss_ptr)
         for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
             _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
                        part_f_ptr, arrive_ptr, tl.load(miss_ptr + 1 + i), BLOCK, MERGE,
-                       NSEG_P2)
+                       NSEG_P2, AHEAD)
     else:
         _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
-                   part_f_ptr, arrive_ptr, tl.program_id(0), BLOCK, MERGE, NSEG_P2)
+                   part_f_ptr, arrive_ptr, tl.program_id(0), BLOCK, MERGE, NSEG_P2, AHEAD)
 
 
 @triton.jit
 def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr, part_f_ptr,
                arrive_ptr, row, BLOCK: tl.constexpr, MERGE: tl.constexpr,
-               NSEG_P2: tl.constexpr):
+               NSEG_P2: tl.constexpr, AHEAD: tl.constexpr):
     """:func:`wide_round_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -241,14 +244,16 @@ def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_pt
         row_x = x_ptr + row64 * stride_x
         seg_start = seg * seg_len
         lanes = tl.arange(0, BLOCK)
-        x_next = _segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len)
+        t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_start + seg_len,
+                                         BLOCK, AHEAD)
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + lanes
             valid = offs < V
-            x = x_next.to(tl.float32)
-            # the next tile's load is issued before this one is processed (measured on the
-            # H200: 179.9 -> 178.9 µs for the rounds at topp0.9; their time is the work)
-            x_next = _segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len)
+            # the next AHEAD tiles' loads are issued before this one is processed (AHEAD 1,
+            # measured on the H200: 179.9 -> 178.9 µs for the rounds at topp0.9)
+            x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, offs, V,
+                                               seg_start + seg_len, BLOCK, AHEAD)
+            x = x.to(tl.float32)
             key = rank_key(x, False)
             w = weights_of(x, row_max, inf_mode)
             above = valid[:, None] & (key[:, None] > piv32[None, :])
@@ -372,7 +377,7 @@ def wide_compact_kernel(
     cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, miss_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
     BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
-    LISTED: tl.constexpr = False,
+    LISTED: tl.constexpr = False, AHEAD: tl.constexpr = 1,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -391,7 +396,8 @@ def wide_compact_kernel(
 
     BAND also empties the list of missed rows (miss_ptr[0] = 0) that
     :func:`wide_search_kernel` then fills. LISTED (after the rounds): grid (G, S), the listed
-    rows shared among the G programs of a segment; else grid (B, S).
+    rows shared among the G programs of a segment; else grid (B, S). AHEAD: tiles in flight
+    per program (:func:`tile_ring_next`; no sum depends on it).
     """
     if BAND:
         if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
@@ -402,18 +408,19 @@ def wide_compact_kernel(
             _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                          cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
                          tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT,
-                         KEY_SHIFT)
+                         KEY_SHIFT, AHEAD)
     else:
         _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                      cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, tl.program_id(0), BLOCK,
-                     CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT)
+                     CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD)
 
 
 @triton.jit
 def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr, cand_idx_ptr,
                  seg_i_ptr, part_i_ptr, part_f_ptr, row, BLOCK: tl.constexpr,
                  CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
-                 BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr):
+                 BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr,
+                 AHEAD: tl.constexpr):
     """:func:`wide_compact_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -446,14 +453,16 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
         # key in (lo, hi] and key > hi as int32 compares per entry
         first, last = int32_bounds(lo, hi)
         after = tl.minimum(tl.maximum(hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
-        x_next = _segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len)
+        t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_start + seg_len,
+                                         BLOCK, AHEAD)
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + lanes
             valid = offs < V
-            x = x_next.to(tl.float32)
-            # the next tile's load is issued before this one is processed (one warp per
-            # program: without it each tile waits for its own load)
-            x_next = _segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len)
+            # the next AHEAD tiles' loads are issued before this one is processed (one warp
+            # per program: without it each tile waits for its own load)
+            x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, offs, V,
+                                               seg_start + seg_len, BLOCK, AHEAD)
+            x = x.to(tl.float32)
             key = rank_key(x, False)
             take = valid & (key >= first) & (key <= last)
             if BAND:
