@@ -78,6 +78,15 @@ def _site_launches(monkeypatch, *kernels) -> list:
     return seen
 
 
+def _wide_rows(rng, V: int) -> np.ndarray:
+    """(5, V) float32 rows for the wide top-p stage: two Zipf and two Gaussian rows (smooth:
+    they finish on a band, or miss a small one) and one Gaussian row quantised to steps of 2
+    (heavy ties: its band overflows)."""
+    return np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
+                           generators.gaussian_logits(2, V, 2.0, rng),
+                           generators.quantised(generators.gaussian_logits(1, V, 2.0, rng), 2)])
+
+
 # ------------------------------------------------------------------------------ CPU + GPU
 @pytest.mark.parametrize("dtype", list(TORCH_DTYPES))
 @pytest.mark.parametrize("V", [1, 2, 3])
@@ -558,9 +567,7 @@ def test_wide_rounds_stop_once_the_interval_fits(monkeypatch):
     table = launch_module.pipeline_config
     rng = np.random.default_rng(31)
     V = 1000
-    x = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
-                        generators.gaussian_logits(2, V, 2.0, rng),
-                        generators.quantised(generators.gaussian_logits(1, V, 2.0, rng), 2)])
+    x = _wide_rows(rng, V)
     rounds = {}
     for fit in (-1, None):
         def config(V, dtype, fit=fit):
@@ -595,9 +602,7 @@ def test_wide_rounds_merged_by_their_last_program(monkeypatch):
     table = launch_module.pipeline_config
     rng = np.random.default_rng(37)
     V = 1000
-    x = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
-                        generators.gaussian_logits(2, V, 2.0, rng),
-                        generators.quantised(generators.gaussian_logits(1, V, 2.0, rng), 2)])
+    x = _wide_rows(rng, V)
     stats = {}
     for merge in (False, True):
         monkeypatch.setattr(launch_module, "pipeline_config",
@@ -633,9 +638,7 @@ def test_tiles_in_flight_change_nothing(monkeypatch, ahead):
     table = launch_module.pipeline_config
     rng = np.random.default_rng(41)
     V = 1501
-    x = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
-                        generators.gaussian_logits(2, V, 2.0, rng),
-                        generators.quantised(generators.gaussian_logits(1, V, 2.0, rng), 2)])
+    x = _wide_rows(rng, V)
     stats = {}
     for depth in ((1, 1), ahead):
         monkeypatch.setattr(launch_module, "pipeline_config",
