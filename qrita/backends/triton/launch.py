@@ -286,13 +286,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         round_split = 1
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
         wide_list = 2  # fewer programs than missed rows: CI runs their loop over the list
-        round_merge = _table_override("roundmerge", (0, 0))[0] == 1
-        # ``ahead=AxW`` / ``aheadsmall=AxW``: tiles in flight per program (1-4) in pass A (A)
-        # and in the wide stage's compaction and rounds (W), at any batch / at batches of at
-        # most SMALL_BATCH_ROWS. They change no sum, so they may follow B. Default 1x1 (one
-        # tile prefetched, as before); not yet timed on a GPU at more
-        ahead = _table_override("ahead", (1, 1))
-        ahead_small = _table_override("aheadsmall", ahead)  # off, as on the GPU
+        round_merge = _table_override("roundmerge", (0, 0))[0] == 1  # off, as on the GPU
         ahead = _table_override("ahead", (1, 1))  # as on the GPU
         ahead_small = _table_override("aheadsmall", ahead)
         block_cand_small, warps_cand_small = 0, 0

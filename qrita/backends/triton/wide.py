@@ -31,6 +31,7 @@ from qrita.backends.triton.primitives import (
     order_key,
     rank_key,
     search_in_registers,
+    segment_tile,
     tile_ring_next,
     tile_ring_start,
     weights_of,
@@ -56,12 +57,6 @@ def _above_slot(slot, KEY_SHIFT: tl.constexpr):
         return slot * KEY_PART + KEY_BINS
     else:
         return slot * PART + BAND_ABOVE
-
-
-@triton.jit
-def _segment_tile(row_x, offs, V, seg_end):
-    """The row's entries at ``offs`` (0.0 past V or past the segment's end, ``seg_end``)."""
-    return tl.load(row_x + offs, mask=(offs < V) & (offs < seg_end), other=0.0)
 
 
 @triton.jit
@@ -351,12 +346,12 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
     lane_mass_above = tl.zeros([BLOCK], tl.float32)
     seg_start = seg * seg_len
     lanes = tl.arange(0, BLOCK)
-    x_next = _segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len)
+    x_next = segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len)
     for off in range(0, seg_len, BLOCK):
         offs = seg_start + off + lanes
         valid = offs < V
         x = x_next.to(tl.float32)
-        x_next = _segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len)
+        x_next = segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len)
         key = rank_key(x, False)
         inside = valid & (key >= first) & (key <= last)
         above = valid & (key >= after)
