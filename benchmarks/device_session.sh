@@ -1057,7 +1057,7 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s32a ]]; then  # next session, call 1 (no code changes, knobs only; ~450 s on a cold machine): the threshold kernel's searches with one reduction per pivot (QRITA_SEARCH_SPLIT_ROWS=1) against the default on the same inputs (topk100_topp0.9: threshold 97 vs 78 us in two calls of the thirtieth session, other inputs); then fp32 top-p with the rounds merged by their last program (roundmerge=1x0: 4 launches fewer) and with 2 / 4 tiles in flight in pass A and the wide stage (ahead=2x2, 4x4; aheadsmall follows ahead); each profile draws the same inputs (same batches, scenarios, order)
+if [[ $stage == s32a ]]; then  # thirty-first session, call 1 (no code changes, knobs only; ~450 s on a cold machine): the threshold kernel's searches with one reduction per pivot (QRITA_SEARCH_SPLIT_ROWS=1) against the default on the same inputs (topk100_topp0.9: threshold 97 vs 78 us in two calls of the thirtieth session, other inputs); then fp32 top-p with the rounds merged by their last program (roundmerge=1x0: 4 launches fewer) and with 2 / 4 tiles in flight in pass A and the wide stage (ahead=2x2, 4x4; aheadsmall follows ahead); each profile draws the same inputs (same batches, scenarios, order)
   for knob in default QRITA_SEARCH_SPLIT_ROWS=1; do
     PROF_BATCH=${PROF_B:-64,1024} KNOB_S="${PROF_S:-100}" \
       prof "$(echo $knob | tr '=,' '__')" topk100_topp0.9,topk1000 zipf,gaussian \
@@ -1069,13 +1069,13 @@ if [[ $stage == s32a ]]; then  # next session, call 1 (no code changes, knobs on
       $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
   done
 fi
-if [[ $stage == s32b ]]; then  # next session, call 2: the band's sample and warps and the wide compaction's tile (knobs only), fp32 top-p, then the GPU tests of whatever call 1 makes the default (TESTS names them)
+if [[ $stage == s32b ]]; then  # thirty-first session, call 2: the band's sample and warps and the wide compaction's tile (knobs only), fp32 top-p, then the GPU tests at the new defaults (QRITA_SEARCH_SPLIT_ROWS on, roundmerge at unlisted batches; TESTS names others)
   for table in ${TABLES:-default band=4096x8 band=2048x4 wide=256x1 wide=512x1}; do
     PROF_BATCH=${PROF_B2:-1,64,1024} KNOB_S="${PROF_S2:-60}" \
       prof "t_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf \
       $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
   done
-  gpu_tests s32b "${TESTS_S:-200}" ${TESTS:-tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant tests/test_triton_masks.py::test_gpu_batches}
+  gpu_tests s32b "${TESTS_S:-320}" ${TESTS:-tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant tests/test_triton_masks.py::test_gpu_batches tests/test_triton_masks.py::test_gpu_cuda_graph_capture_and_replay tests/test_triton_masks.py::test_gpu_top_k_retry_rows_exact "tests/test_triton_masks.py::test_gpu_real_vocab[151936-float32]" "tests/test_triton_masks.py::test_gpu_real_vocab[262144-bfloat16]" tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant}
 fi
 if [[ $stage == s31c ]]; then  # thirtieth session, call 7: the list of missed rows only at B > 128 (widelist's G), the session's final kernels -- GPU tests, then profiles of the default (B = 1, 64, 256, 1024, fp32 and bf16) and widelist=0x0 at B = 256
   gpu_tests s31c "${TESTS_S:-200}" tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant \

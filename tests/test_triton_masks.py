@@ -589,11 +589,11 @@ def test_wide_rounds_stop_once_the_interval_fits(monkeypatch):
 
 def test_wide_rounds_merged_by_their_last_program(monkeypatch):
     """The 16-way rounds' merge and narrowing done by each row's last round program to arrive
-    (``round_merge``, the launch table's ``roundmerge``) instead of narrow launches: no narrow
-    launch, every row's statistics (mode, T, budget, rounds, interval, counts) the same integers
-    as with the launches, and the oracle's masks. A tiny band makes most rows miss it; each
-    segment over two programs, and more missed rows than the listed programs (the loop over the
-    list, ``wide_list``), one row per program at B <= ``wide_list``."""
+    (``round_merge``, the launch table's ``roundmerge``) instead of narrow launches, at batches
+    whose rows are not listed (B <= ``wide_list``): no narrow launch there, narrow launches for
+    listed rows; every row's statistics (mode, T, budget, rounds, interval, counts) the same
+    integers as with the launches, and the oracle's masks. A tiny band makes most rows miss it;
+    each segment over two programs; a batch listed (more rows than programs) and one not."""
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
@@ -614,9 +614,11 @@ def test_wide_rounds_merged_by_their_last_program(monkeypatch):
             for p in (0.9, 0.99):
                 out = torch.zeros((rows.shape[0], ops.STATS_WIDTH), dtype=torch.int32,
                                   device=DEVICE)
+                launched = len(narrow)
                 run_and_check(rows, "float32", None, p, stats=out)
                 stats[merge, rows.shape[0], p] = out.cpu().numpy()
-        assert (len(narrow) == 0) == merge, len(narrow)
+                listed = rows.shape[0] > 2
+                assert (len(narrow) == launched) == (merge and not listed), (merge, rows.shape)
     for rows in (x.shape[0], 2):
         for p in (0.9, 0.99):
             assert (stats[True, rows, p][:, 4] > 0).sum() >= (3 if rows > 2 else 1), stats[True, rows, p]

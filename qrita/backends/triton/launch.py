@@ -116,7 +116,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     ``0x0``: the usual), the wide compaction's FLAT lanes (``wideflat=1x0`` / ``0x0``;
     default on for float32), the keyed band of 16-bit rows (``keyband=0x0``: off), the wide
     stage's programs per segment after the band (``widelist=Gx0``; ``0x0``: one per row), its
-    rounds merged by their last program (``roundmerge=1x0``; also in the interpreter), or the
+    rounds merged by their last program at batches it does not list (``roundmerge=1x0``,
+    default; ``0x0``: narrow launches; also in the interpreter), or the
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
@@ -205,7 +206,7 @@ class PipelineConfig:
     # a list; 0: one program per row of the batch (``widelist``)
     wide_list: int = 0
     # the rounds' merge and narrowing by each row's last program to arrive (``roundmerge``),
-    # instead of launches of their own
+    # instead of launches of their own, at batches whose rows are not listed (``wide_list``)
     round_merge: bool = False
     # tiles in flight per program: (pass A, the wide stage's compaction and rounds), at any
     # batch and at batches of at most SMALL_BATCH_ROWS (``ahead``, ``aheadsmall``)
@@ -286,7 +287,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         round_split = 1
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
         wide_list = 2  # fewer programs than missed rows: CI runs their loop over the list
-        round_merge = _table_override("roundmerge", (0, 0))[0] == 1  # off, as on the GPU
+        round_merge = _table_override("roundmerge", (1, 0))[0] == 1  # as on the GPU
         ahead = _table_override("ahead", (1, 1))  # as on the GPU
         ahead_small = _table_override("aheadsmall", ahead)
         block_cand_small, warps_cand_small = 0, 0
@@ -404,10 +405,14 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # one per row, another call and input):
         # hence B > G only (BENCHMARKS.md thirtieth session)
         wide_list = _table_override("widelist", (128, 0))[0]
-        # ``roundmerge=1x0``: no narrow launches; each row's last round program to arrive
-        # merges and narrows (four launches fewer per call with top-p's wide stage; not yet
-        # timed on a GPU: off)
-        round_merge = _table_override("roundmerge", (0, 0))[0] == 1
+        # no narrow launches at batches whose rows are not listed (``widelist``): each row's
+        # last round program to arrive merges and narrows (four launches fewer with top-p's
+        # wide stage). H200, fp32 zipf, V = 131072, graph us, narrow launches -> merged:
+        # topp0.9 B = 1 154.0 -> 151.4, B = 64 205.4 -> 202.0; topp0.99 B = 1 178.3 -> 176.5,
+        # B = 64 268.9 -> 263.5. Listed (B = 1024) it was slower: rounds 51 -> 68 us against
+        # 7 us of narrow launches, 1166 -> 1176 (BENCHMARKS.md thirty-first session), hence
+        # unlisted batches only. ``roundmerge=0x0``: never
+        round_merge = _table_override("roundmerge", (1, 0))[0] == 1
         # ``ahead=AxW`` / ``aheadsmall=AxW``: tiles in flight per program (1-4) in pass A (A)
         # and in the wide stage's compaction and rounds (W), at any batch / at batches of at
         # most SMALL_BATCH_ROWS. They change no sum, so they may follow B. Default 1x1 (one
@@ -608,7 +613,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan["hist_merge"] = dict(NB=cfg.hist_bins, STEPS=cfg.hist_bins.bit_length(),
                                   num_warps=cfg.warps_stream)
     plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block), LISTED=listed,
-                         MERGE=cfg.round_merge, AHEAD=ahead[1],
+                         MERGE=cfg.round_merge and not listed, AHEAD=ahead[1],
                          NSEG_P2=next_pow2(cfg.nseg * cfg.round_split),
                          num_warps=cfg.warps_round or cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split), LISTED=listed,
@@ -746,7 +751,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
             launch_site((site, "round"), wide_round_kernel, (list_programs, parts),
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len // cfg.round_split,
                         cfg.wide_fit, part_i, part_f, miss, arrive, **plan["round"])
-            if not cfg.round_merge:
+            if listed or not cfg.round_merge:
                 launch_site((site, "narrow"), wide_narrow_kernel, (list_programs,),
                             row_info, row_f, part_i, part_f, miss, parts, cfg.wide_fit,
                             **plan["narrow"])

@@ -30,10 +30,13 @@ SEARCH_FUSED = tl.constexpr(os.environ.get("QRITA_SEARCH_FUSED", "0") == "1")
 #: session). Measuring knob, read once at import: QRITA_SEARCH_SPLIT=0 gives them the (N, 4)
 #: reduction per round (the form before)
 SEARCH_SPLIT = tl.constexpr(os.environ.get("QRITA_SEARCH_SPLIT", "1") != "0")
-#: measuring knob, read once at import: QRITA_SEARCH_SPLIT_ROWS=1 gives the per-row search of the
-#: candidates (``pipeline.row_boundary``: the top-k and top-p threshold kernels) one reduction
-#: per pivot too (off until timed on a GPU)
-SEARCH_SPLIT_ROWS = tl.constexpr(os.environ.get("QRITA_SEARCH_SPLIT_ROWS", "0") == "1")
+#: the per-row search of the candidates (``pipeline.row_boundary``: the top-k and top-p
+#: threshold kernels) takes one reduction per pivot too: H200, fp32, V = 131072, graph us, the
+#: same inputs: topk100_topp0.9 B = 1024 427.7 -> 408.5 (zipf; threshold kernel 97.6 -> 77.2),
+#: 428.0 -> 407.4 (gaussian); B = 64 91.7 -> 90.0; topk1000 within 2.5 us, never slower
+#: (BENCHMARKS.md thirty-first session). Measuring knob, read once at import:
+#: QRITA_SEARCH_SPLIT_ROWS=0 gives them the (N, 4) reduction per round (the form before)
+SEARCH_SPLIT_ROWS = tl.constexpr(os.environ.get("QRITA_SEARCH_SPLIT_ROWS", "1") != "0")
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
 #: the σ-cutoff's order statistic up to this rank by repeated max-reductions
 #: (:func:`kth_distinct_key`); measuring knob, read once at import: QRITA_CUTOFF_SMALL=0 takes
