@@ -416,7 +416,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # ``ahead=AxW`` / ``aheadsmall=AxW``: tiles in flight per program (1-4) in pass A (A)
         # and in the wide stage's compaction and rounds (W), at any batch / at batches of at
         # most SMALL_BATCH_ROWS. They change no sum, so they may follow B. Default 1x1 (one
-        # tile prefetched, as before); not yet timed on a GPU at more
+        # tile prefetched, as before). H200, fp32 zipf top-p, graph us: 2x2 and 4x4 no faster at
+        # B = 1 or 64, slower at B = 1024 (4x4: pass A 156 -> 191 us; BENCHMARKS.md thirty-first
+        # session)
         ahead = _table_override("ahead", (1, 1))
         ahead_small = _table_override("aheadsmall", ahead)
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
