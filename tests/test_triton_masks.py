@@ -78,6 +78,18 @@ def _site_launches(monkeypatch, *kernels) -> list:
     return seen
 
 
+def _small_slots_table():
+    """The launch table with the interpreter's slots (256 per row), on every device: the V ~ 1000
+    rows of the wide-stage tests overflow them and take the wide stage on a GPU too (the GPU
+    table's 4096 slots would hold them whole). Under the interpreter it is the usual table."""
+    import os
+
+    from qrita.backends.triton import launch as launch_module
+
+    return lambda V, dtype: launch_module._pipeline_config(
+        V, dtype, True, os.environ.get("QRITA_LAUNCH_TABLE", ""))
+
+
 def _wide_rows(rng, V: int) -> np.ndarray:
     """(5, V) float32 rows for the wide top-p stage: two Zipf and two Gaussian rows (smooth:
     they finish on a band, or miss a small one) and one Gaussian row quantised to steps of 2
@@ -262,9 +274,12 @@ def test_top_p_heavy_ties_stay_on_the_segmented_path(monkeypatch, hist_bins):
         assert (stats[:, 0].cpu().numpy() == 4).all(), stats[:, 0]
 
 
-def test_top_p_band_hits_and_misses_are_exact():
+def test_top_p_band_hits_and_misses_are_exact(monkeypatch):
     """Wide top-p rows finish on the sampled band (stats column 13 = 1) on smooth rows and fall
     back to the rounds when it overflows (heavy ties); both exact."""
+    from qrita.backends.triton import launch as launch_module
+
+    monkeypatch.setattr(launch_module, "pipeline_config", _small_slots_table())
     rng = np.random.default_rng(13)
     V = 1000
     smooth = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
@@ -542,7 +557,7 @@ def test_wide_rounds_split_over_programs_are_exact(monkeypatch):
 
     from qrita.backends.triton import launch as launch_module
 
-    table = launch_module.pipeline_config
+    table = _small_slots_table()
     monkeypatch.setattr(launch_module, "pipeline_config",
                         lambda V, dtype: replace(table(V, dtype), round_split=2))
     rng = np.random.default_rng(29)
@@ -564,7 +579,7 @@ def test_wide_rounds_stop_once_the_interval_fits(monkeypatch):
 
     from qrita.backends.triton import launch as launch_module
 
-    table = launch_module.pipeline_config
+    table = _small_slots_table()
     rng = np.random.default_rng(31)
     V = 1000
     x = _wide_rows(rng, V)
@@ -599,7 +614,7 @@ def test_wide_rounds_merged_by_their_last_program(monkeypatch):
     from qrita.backends.triton import launch as launch_module
     from qrita.backends.triton import wide
 
-    table = launch_module.pipeline_config
+    table = _small_slots_table()
     rng = np.random.default_rng(37)
     V = 1000
     x = _wide_rows(rng, V)
@@ -637,7 +652,7 @@ def test_tiles_in_flight_change_nothing(monkeypatch, ahead):
 
     from qrita.backends.triton import launch as launch_module
 
-    table = launch_module.pipeline_config
+    table = _small_slots_table()
     rng = np.random.default_rng(41)
     V = 1501
     x = _wide_rows(rng, V)
