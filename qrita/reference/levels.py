@@ -21,6 +21,17 @@ written so that a Triton port can follow it line by line and be checked against 
    reached above it: T then clamps to the sub-bin's lowest or highest key, as the pivot search
    clamps. Either way the answer is within the contract's margin (docs/spec.md rule 5).
 
+*Fixed-point masses* (``mass="fixed"``, the model of the kernels' next step): every float32
+weight becomes the integer ``trunc(w · 2^FIXED_BITS)`` (int64; a kernel computes it exactly,
+``w · 2^40`` is a float32 power-of-two scaling), and every mass is an int64 sum of those. The
+sums are exact, so no answer depends on how a row is split into segments, programs or lanes,
+on a band's placement, or on the batch: the freedom the float32 sums forbid (a split that
+follows B changes their rounding). The target is ``ceil(float64(Z) · p)`` (Z the integer mass),
+the tie budget an integer ceiling division. The error against exact real masses: each weight
+loses less than 2^-40, so a mass below T is off by less than V · 2^-40 against a row mass of
+at least 1 (the max's weight): below 2^-22 ~ 2.4e-7 for V <= 2^18, inside the 1e-6 margin;
+weights below 2^-40 count 0.
+
 A bin index is ``floor(d·inv)`` of ``d = M - x`` in float32: weakly monotone in the value, so
 every bin is a contiguous range of keys and an entry in an earlier bin ranks above every entry
 of a later one; the passes compute it by the same float32 steps, so they agree on membership.
@@ -41,6 +52,8 @@ from qrita.reference import oracle
 __all__ = ["LevelsRow", "levels_row", "top_p_mask"]
 
 F32 = np.float32
+#: fractional bits of the fixed-point masses (``mass="fixed"``)
+FIXED_BITS = 40
 
 
 @dataclass
@@ -85,23 +98,37 @@ def _bin_sums(index: np.ndarray, weights: np.ndarray, member: np.ndarray, bins: 
     return mass, count
 
 
-def _crossing(mass: np.ndarray, count: np.ndarray, need: np.float32) -> tuple[int, np.float32]:
-    """The first bin whose cumulative mass (float32, from the top) reaches ``need``, and the
-    mass above it; if none does (rounding), the last non-empty bin."""
-    cum = F32(0.0)
+def _fixed_bin_sums(index: np.ndarray, weights: np.ndarray, member: np.ndarray, bins: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """int64 mass and count per bin of the ``member`` entries (fixed-point weights): exact
+    integer sums, the same in any order or split (no segments needed)."""
+    mass = np.zeros(bins, dtype=np.int64)
+    np.add.at(mass, index[member], weights[member])
+    return mass, np.bincount(index[member], minlength=bins).astype(np.int64)
+
+
+def _add(a, b):
+    """a + b in the masses' arithmetic: float32 rounding, or exact int64."""
+    return F32(a + b) if isinstance(a, np.floating) else a + b
+
+
+def _crossing(mass: np.ndarray, count: np.ndarray, need):
+    """The first bin whose cumulative mass (from the top; float32 or int64 as ``mass``) reaches
+    ``need``, and the mass above it; if none does (rounding), the last non-empty bin."""
+    cum = mass.dtype.type(0)
     last = 0
     for b in range(mass.size):
         if count[b] == 0:
             continue
         last = b
-        if F32(cum + mass[b]) >= need:
+        if _add(cum, mass[b]) >= need:
             return b, cum
-        cum = F32(cum + mass[b])
-    return last, F32(cum - mass[last])
+        cum = _add(cum, mass[b])
+    return last, cum - mass[last]
 
 
 def levels_row(x: np.ndarray, p: float, *, nb1: int = 64, nb2: int = 64, capacity: int = 2048,
-               seg_len: int = 8192) -> LevelsRow:
+               seg_len: int = 8192, mass: str = "float32") -> LevelsRow:
     """Top-p keep-mask of one row by the histogram levels.
 
     Parameters
@@ -110,6 +137,8 @@ def levels_row(x: np.ndarray, p: float, *, nb1: int = 64, nb2: int = 64, capacit
     p : float, the top-p parameter
     nb1, nb2 : bins of level 1 / level 2; capacity : gather slots; seg_len : segment length of
         the float32 sums
+    mass : "float32" (float32 sums per segment) or "fixed" (int64 sums of the weights in
+        units of 2^-FIXED_BITS: exact, ``seg_len`` changes nothing)
 
     Returns
     -------
@@ -126,8 +155,29 @@ def levels_row(x: np.ndarray, p: float, *, nb1: int = 64, nb2: int = 64, capacit
     with np.errstate(over="ignore", invalid="ignore"):
         d = np.where(finite, F32(M) - xf, F32(0.0)).astype(F32)  # M - x, float32 (may be inf)
     w = np.where(finite, np.exp(-d, dtype=F32), F32(0.0)).astype(F32)
-    Z = _segment_sum(w, seg_len)
-    target = F32(p32 * Z)
+    if mass not in ("float32", "fixed"):
+        raise ValueError(f"mass must be 'float32' or 'fixed', got {mass!r}")
+    fixed = mass == "fixed"
+    if fixed:
+        # trunc(w · 2^FIXED_BITS): exact in float64 (w < 2, the product has w's 24 bits)
+        w = np.trunc(w.astype(np.float64) * 2.0 ** FIXED_BITS).astype(np.int64)
+        Z = np.int64(w.sum())
+        target = np.int64(math.ceil(float(Z) * float(p32)))
+
+        def bin_sums(index, member, bins):
+            return _fixed_bin_sums(index, w, member, bins)
+
+        def total(values):
+            return np.int64(values.sum())
+    else:
+        Z = _segment_sum(w, seg_len)
+        target = F32(p32 * Z)
+
+        def bin_sums(index, member, bins):
+            return _bin_sums(index, w, member, bins, seg_len)
+
+        def total(values):
+            return _segment_sum(values, seg_len)
     # level 1
     # below M - 104 every float32 weight is 0: the kernels cap the span there too
     span = F32(min(math.log(V / (1.0 - float(p32))), 104.0))
@@ -135,7 +185,7 @@ def levels_row(x: np.ndarray, p: float, *, nb1: int = 64, nb2: int = 64, capacit
     inv1 = F32(F32(1.0) / w1)
     with np.errstate(over="ignore"):
         bin1 = np.minimum(np.floor(d * inv1), nb1 - 1).astype(np.int64)
-    mass1, count1 = _bin_sums(bin1, w, finite, nb1, seg_len)
+    mass1, count1 = bin_sums(bin1, finite, nb1)
     b1, above1 = _crossing(mass1, count1, target)
     # level 2: the crossing bin's entries, relative to its top edge
     in1 = finite & (bin1 == b1)
@@ -143,9 +193,9 @@ def levels_row(x: np.ndarray, p: float, *, nb1: int = 64, nb2: int = 64, capacit
     d1 = (d - F32(F32(b1) * w1)).astype(F32)
     with np.errstate(over="ignore", invalid="ignore"):
         bin2 = np.clip(np.floor(d1 * inv2), 0, nb2 - 1).astype(np.int64)
-    mass2, count2 = _bin_sums(bin2, w, in1, nb2, seg_len)
-    b2, above2 = _crossing(mass2, count2, F32(target - above1))
-    mass_above = F32(above1 + above2)
+    mass2, count2 = bin_sums(bin2, in1, nb2)
+    b2, above2 = _crossing(mass2, count2, target - above1 if fixed else F32(target - above1))
+    mass_above = _add(above1, above2)
     gathered = in1 & (bin2 == b2)
     n1, n2 = int(in1.sum()), int(gathered.sum())
     if n2 > capacity:
@@ -158,17 +208,20 @@ def levels_row(x: np.ndarray, p: float, *, nb1: int = 64, nb2: int = 64, capacit
     cum = mass_above
     T = int(distinct[-1])  # clamp: the target not reached inside the sub-bin
     for q in distinct:
-        mass_q = _segment_sum(g_w[g_key == q], seg_len)
-        if F32(cum + mass_q) >= target:
+        mass_q = total(g_w[g_key == q])
+        if _add(cum, mass_q) >= target:
             T, mass_gt = int(q), cum
             break
-        cum = F32(cum + mass_q)
+        cum = _add(cum, mass_q)
     else:
-        mass_gt = F32(cum - _segment_sum(g_w[g_key == T], seg_len))
+        mass_gt = cum - total(g_w[g_key == T])
     # (mass_above >= target already: the loop stops at the first, highest key: the clamp at hi)
     copies = int((g_key == T).sum())
-    w_T = F32(g_w[g_key == T][0])
-    need = math.ceil((float(target) - float(mass_gt)) / max(float(w_T), 1e-38))
+    w_T = g_w[g_key == T][0]
+    if fixed:  # an integer ceiling division (a weight truncated to 0 keeps every copy)
+        need = -(-(int(target) - int(mass_gt)) // max(int(w_T), 1))
+    else:
+        need = math.ceil((float(target) - float(mass_gt)) / max(float(w_T), 1e-38))
     budget = min(max(need, 1), copies)
     tie_rank = np.cumsum(key == T) - 1
     keep = (key > T) | ((key == T) & (tie_rank < budget))
