@@ -674,26 +674,36 @@ def test_tiles_in_flight_change_nothing(monkeypatch, ahead):
 
 @pytest.mark.parametrize("sparse_wide,flat", [(0, False), (64, False), (0, True)])
 def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide, flat):
-    """The wide compaction's two ways of appending a tile (one by one, or a prefix sum: which one
-    a tile takes depends on the launch table's ``sparse_wide``) give the oracle's masks, with
-    its lanes as laid out by default or ``flat`` (``wide_flat``, ``wideflat``)."""
+    """The wide compaction's ways of appending a tile (one by one, or a prefix sum: which one a
+    tile takes depends on the launch table's ``sparse_wide``; the prefix sum by one scan per
+    32-entry row or by one packed scan per tile, ``wide_packed``) give the oracle's masks, with
+    its lanes as laid out by default or ``flat`` (``wide_flat``, ``wideflat``); the packed scan
+    gives every row the same statistics (the same slots)."""
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
     from qrita.backends.triton import wide
 
-    table = launch_module.pipeline_config
-    monkeypatch.setattr(launch_module, "pipeline_config",
-                        lambda V, dtype: replace(table(V, dtype), sparse_wide=sparse_wide,
-                                                 wide_flat=flat))
+    table = _small_slots_table()
     launches = _site_launches(monkeypatch, wide.wide_compact_kernel)
     rng = np.random.default_rng(19)
     V = 1000
     x = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
                         generators.quantised(generators.gaussian_logits(2, V, 2.0, rng), 2)])
+    stats = {}
+    for packed in (False, True):
+        monkeypatch.setattr(launch_module, "pipeline_config",
+                            lambda V, dtype, packed=packed: replace(
+                                table(V, dtype), sparse_wide=sparse_wide, wide_flat=flat,
+                                wide_packed=packed))
+        for p in (0.9, 0.99):
+            out = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            run_and_check(x, "float32", None, p, stats=out)
+            stats[packed, p] = out.cpu().numpy()
+        assert any(kwargs.get("FLAT") == flat and kwargs.get("PACKED") == packed
+                   for _, _, kwargs in launches), launches
     for p in (0.9, 0.99):
-        run_and_check(x, "float32", None, p)
-    assert any(kwargs.get("FLAT") == flat for _, _, kwargs in launches), launches
+        np.testing.assert_array_equal(stats[True, p], stats[False, p])
 
 
 def test_pass_a_append_limit_for_large_k_calls(monkeypatch):

@@ -17,6 +17,7 @@ from _triton_env import DEVICE, torch, triton  # first: sets up triton
 from qrita.backends.triton.primitives import (  # noqa: E402
     count_search_radix,
     order_key,
+    packed_prefix_counts,
     search_in_registers,
 )
 from qrita.reference.keys import order_key as order_key_host  # noqa: E402
@@ -190,3 +191,26 @@ def test_mass_search_is_the_top_p_boundary():
                     assert got[2:4] == got[0:2], (x, member, w, lo, hi, base, target)  # SPLIT
                     checked += 1
     assert checked >= 60
+
+
+@triton.jit
+def _prefix_counts_kernel(flags_ptr, out_ptr, BLOCK: tl.constexpr):
+    lanes = tl.arange(0, BLOCK)
+    flags = tl.load(flags_ptr + lanes) != 0
+    tl.store(out_ptr + lanes, packed_prefix_counts(flags, BLOCK))
+
+
+@pytest.mark.parametrize("block", [32, 64, 128, 256])
+def test_packed_prefix_counts_are_the_cumulative_sum(block):
+    """The one-scan prefix counts of a tile (``packed_prefix_counts``, the wide compaction's
+    PACKED appends) are ``np.cumsum`` of its flags: none, all (every 8-bit field at its
+    largest, 32 per row, 256 in all), one per row at either end, random densities."""
+    rng = np.random.default_rng(block)
+    tiles = [np.zeros(block, bool), np.ones(block, bool),
+             np.arange(block) % 32 == 0, np.arange(block) % 32 == 31]
+    tiles += [rng.random(block) < density for density in (0.02, 0.3, 0.9)]
+    for flags in tiles:
+        got = torch.zeros(block, dtype=torch.int32, device=DEVICE)
+        _prefix_counts_kernel[(1,)](torch.tensor(flags.astype(np.int32), device=DEVICE), got,
+                                    BLOCK=block, num_warps=1)
+        np.testing.assert_array_equal(got.cpu().numpy(), np.cumsum(flags))

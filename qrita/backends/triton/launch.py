@@ -119,7 +119,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     rounds merged by their last program at batches it does not list (``roundmerge=1x0``,
     default; ``0x0``: narrow launches; also in the interpreter), or the
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
-    at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter)."""
+    at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or the wide
+    compaction's append positions by one scan per tile (``widepacked=1x0``)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -212,6 +213,8 @@ class PipelineConfig:
     # batch and at batches of at most SMALL_BATCH_ROWS (``ahead``, ``aheadsmall``)
     ahead: tuple[int, int] = (1, 1)
     ahead_small: tuple[int, int] = (1, 1)
+    # the wide compaction's append positions by one 32-lane scan per tile (``widepacked``)
+    wide_packed: bool = False
     # a row stops narrowing once its interval holds at most this many entries (-1: never; the
     # launch table sets half the slots)
     wide_fit: int = -1
@@ -290,6 +293,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         round_merge = _table_override("roundmerge", (1, 0))[0] == 1  # as on the GPU
         ahead = _table_override("ahead", (1, 1))  # as on the GPU
         ahead_small = _table_override("aheadsmall", ahead)
+        wide_packed = _table_override("widepacked", (0, 0))[0] == 1  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
@@ -421,6 +425,12 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # session)
         ahead = _table_override("ahead", (1, 1))
         ahead_small = _table_override("aheadsmall", ahead)
+        # ``widepacked=1x0``: the wide compaction's append positions by one 32-lane scan per
+        # tile, each lane's row flags packed into 8-bit fields (``primitives.packed_prefix_
+        # counts``), instead of one scan per 32-entry row (sm90 SASS at 128 x 1 FLAT: four
+        # 5-step shuffle scans, ~105 instructions per appending tile, taken by ~95% of the
+        # band's tiles). The same positions; not yet timed on a GPU: off
+        wide_packed = _table_override("widepacked", (0, 0))[0] == 1
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
         # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
@@ -503,7 +513,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           wide_flat=wide_flat, key_shift=key_shift,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
-                          round_merge=round_merge,
+                          round_merge=round_merge, wide_packed=wide_packed,
                           ahead=tuple(min(max(n, 1), 4) for n in ahead),
                           ahead_small=tuple(min(max(n, 1), 4) for n in ahead_small),
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -603,6 +613,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan[f"compact_{band}"] = dict(BLOCK=block_c, **seg, SPARSE=sparse_wide, BAND=band,
                                        FLAT=cfg.wide_flat, KEY_SHIFT=key_shift,
                                        LISTED=listed and not band, AHEAD=ahead[1],
+                                       PACKED=cfg.wide_packed and block_c % 32 == 0
+                                       and block_c <= 256,
                                        num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, num_warps=cfg.warps_search)

@@ -596,14 +596,45 @@ def tile_ring_next(t1, t2, t3, t4, row_x, offs, V, seg_end, BLOCK: tl.constexpr,
 
 
 @triton.jit
+def packed_prefix_counts(flags, BLOCK: tl.constexpr):
+    """Inclusive prefix counts (int32, index order) of a BLOCK-entry tile's flags with one
+    32-lane scan instead of one per 32-entry row.
+
+    The tile as R = BLOCK / 32 rows of 32 (entry i = 32 r + t: in the FLAT one-warp layout,
+    lane t's register r, so the reshapes move no data). Each lane packs its R row flags into
+    8-bit fields of one integer (int32 up to R = 4, int64 up to R = 8), one scan over the 32
+    lanes gives every row's prefix in its field, and the rows' totals (one sum of the packed
+    words) their offsets: field r of ``(totals << 8) * 0x0101...`` is the count of rows
+    before r (every field stays below 256: at most BLOCK <= 256 entries). The same integers as
+    ``tl.cumsum(flags, axis=0)``.
+    """
+    R: tl.constexpr = BLOCK // 32
+    if R <= 4:
+        word = tl.int32
+        ones = 0x01010101
+    else:
+        word = tl.int64
+        ones = 0x0101010101010101
+    shifts = (tl.arange(0, R) * 8).to(word)
+    rows = tl.reshape(flags.to(word), [R, 32])
+    packed = tl.sum(rows << shifts[:, None], axis=0)
+    inclusive = tl.cumsum(packed, axis=0)
+    offsets = (tl.sum(packed, axis=0) << 8) * ones
+    counts = ((inclusive[None, :] >> shifts[:, None]) & 0xFF) + ((offsets >> shifts[:, None]) & 0xFF)
+    return tl.reshape(counts.to(tl.int32), [BLOCK])
+
+
+@triton.jit
 def compact_tile(x, tile_start, is_cand, lanes, n_tile, n_cand, row_x, cand_val, cand_idx,
-                 BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, SPARSE: tl.constexpr):
+                 BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, SPARSE: tl.constexpr,
+                 PACKED: tl.constexpr = False):
     """Append a tile's n_tile candidates (value, index) to the segment's slots in index order.
 
     A tile with few candidates (the usual case: the σ-cutoff keeps a few hundred entries of a
     row) takes them one at a time, lowest lane first, re-reading each value from the tile just
     loaded (exact bits, -0.0 included); a dense tile uses a prefix sum over the tile, whose cost
-    does not depend on the count.
+    does not depend on the count. PACKED (BLOCK a multiple of 32, at most 256): the prefix sum
+    by :func:`packed_prefix_counts` (the same positions).
     """
     if n_tile <= SPARSE:
         prev = n_tile * 0 - 1
@@ -615,7 +646,10 @@ def compact_tile(x, tile_start, is_cand, lanes, n_tile, n_cand, row_x, cand_val,
                 tl.store(cand_idx + slot, tile_start + lane)
             prev = lane
     else:
-        pos = n_cand + tl.cumsum(is_cand.to(tl.int32), axis=0) - 1
+        if PACKED:
+            pos = n_cand + packed_prefix_counts(is_cand, BLOCK) - 1
+        else:
+            pos = n_cand + tl.cumsum(is_cand.to(tl.int32), axis=0) - 1
         keep_slot = is_cand & (pos < CAP_SEG)
         tl.store(cand_val + pos, x, mask=keep_slot)
         tl.store(cand_idx + pos, tile_start + lanes, mask=keep_slot)

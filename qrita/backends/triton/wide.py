@@ -372,7 +372,7 @@ def wide_compact_kernel(
     cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, miss_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
     BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
-    LISTED: tl.constexpr = False, AHEAD: tl.constexpr = 1,
+    LISTED: tl.constexpr = False, AHEAD: tl.constexpr = 1, PACKED: tl.constexpr = False,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -392,7 +392,8 @@ def wide_compact_kernel(
     BAND also empties the list of missed rows (miss_ptr[0] = 0) that
     :func:`wide_search_kernel` then fills. LISTED (after the rounds): grid (G, S), the listed
     rows shared among the G programs of a segment; else grid (B, S). AHEAD: tiles in flight
-    per program (:func:`tile_ring_next`; no sum depends on it).
+    per program (:func:`tile_ring_next`; no sum depends on it). PACKED: a tile's append
+    positions by one 32-lane scan (:func:`packed_prefix_counts`; the same positions).
     """
     if BAND:
         if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
@@ -403,11 +404,11 @@ def wide_compact_kernel(
             _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                          cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
                          tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT,
-                         KEY_SHIFT, AHEAD)
+                         KEY_SHIFT, AHEAD, PACKED)
     else:
         _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                      cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, tl.program_id(0), BLOCK,
-                     CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD)
+                     CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD, PACKED)
 
 
 @triton.jit
@@ -415,7 +416,7 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                  seg_i_ptr, part_i_ptr, part_f_ptr, row, BLOCK: tl.constexpr,
                  CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
                  BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr,
-                 AHEAD: tl.constexpr):
+                 AHEAD: tl.constexpr, PACKED: tl.constexpr):
     """:func:`wide_compact_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -470,7 +471,7 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
             if n_tile > 0:
                 compact_tile(x, seg * seg_len + off, take, lanes, n_tile, count,
                              row_x, cand_val_ptr + cand, cand_idx_ptr + cand, BLOCK, CAP_SEG,
-                             SPARSE)
+                             SPARSE, PACKED)
             count += n_tile
         slot = row64 * nseg + seg
         tl.store(seg_i_ptr + slot * SEG_I, count)
