@@ -429,7 +429,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # tile, each lane's row flags packed into 8-bit fields (``primitives.packed_prefix_
         # counts``), instead of one scan per 32-entry row (sm90 SASS at 128 x 1 FLAT: four
         # 5-step shuffle scans, ~105 instructions per appending tile, taken by ~95% of the
-        # band's tiles). The same positions; not yet timed on a GPU: off
+        # band's tiles). FLAT lanes only (a lane's entries 32 apart, so the packing's reshapes
+        # move no data; contiguous lanes already scan once). The same positions; not yet timed
+        # on a GPU: off
         wide_packed = _table_override("widepacked", (0, 0))[0] == 1
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
@@ -613,8 +615,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan[f"compact_{band}"] = dict(BLOCK=block_c, **seg, SPARSE=sparse_wide, BAND=band,
                                        FLAT=cfg.wide_flat, KEY_SHIFT=key_shift,
                                        LISTED=listed and not band, AHEAD=ahead[1],
-                                       PACKED=cfg.wide_packed and block_c % 32 == 0
-                                       and block_c <= 256,
+                                       PACKED=cfg.wide_packed and cfg.wide_flat
+                                       and block_c % 32 == 0 and block_c <= 256,
                                        num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, num_warps=cfg.warps_search)
