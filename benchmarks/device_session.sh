@@ -1057,9 +1057,9 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s33a ]]; then  # next session, call 1 (~300 s warm): the wide compaction's append positions by one packed scan per tile (widepacked=1x0; sm90 SASS at 128 x 1 FLAT: the appending tile's ~96 instructions -> ~59, no shared memory, 56 -> 50 registers) against the default on the same inputs, fp32 and bf16 top-p, then the append-mode tests on the GPU
-  for table in default widepacked=1x0; do
-    PROF_BATCH=${PROF_B:-1,64,1024} PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-120}" \
+if [[ $stage == s33a ]]; then  # next session, call 1 (~350 s warm): the wide compaction's append positions by one packed scan per tile (widepacked=1x0; sm90 SASS at 128 x 1 FLAT: the appending tile's ~96 instructions -> ~59, no shared memory, 56 -> 50 registers) and the band kernel's register limit (bandregs=128x0 / 96x0: 142 registers -> 128 / 96 with 48 B of stack; 4 / 5 programs per SM instead of 3) against the default on the same inputs, fp32 top-p, then the append-mode tests on the GPU
+  for table in ${TABLES:-default widepacked=1x0 bandregs=128x0 bandregs=96x0}; do
+    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-90}" \
       prof "t_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf,gaussian \
       $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
   done

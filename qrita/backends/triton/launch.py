@@ -120,7 +120,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     default; ``0x0``: narrow launches; also in the interpreter), or the
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or the wide
-    compaction's append positions by one scan per tile (``widepacked=1x0``)."""
+    compaction's append positions by one scan per tile (``widepacked=1x0``), or the band
+    kernel's register limit (``bandregs=128x0``, NVIDIA)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -167,6 +168,9 @@ class PipelineConfig:
     oversample: float = 4.0
     band_sample: int = 4096  # sample placing the wide top-p band (entries)
     warps_band: int = 4  # warps of the band's placement
+    # the band kernel's register limit per thread (NVIDIA's ``maxnreg``; 0: the compiler's
+    # choice; ``bandregs``)
+    regs_band: int = 0
     block_wide: int = 0  # tile of the wide stage's compaction (0: ``block_cand``)
     warps_wide: int = 0  # its warps (0: ``warps_cand``)
     sparse_wide: int = -1  # ``sparse`` of the wide compaction (-1: ``sparse``; 0: prefix sums only)
@@ -468,6 +472,10 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 58.4 -> 43.9 (BENCHMARKS.md twenty-second session)
         cand_small_kp = _table_override("candsmallkp", (1, 0))[0] == 1
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
+    # ``bandregs=Rx0``: at most R registers per thread in the band kernel (sm90 at 4 warps: 142,
+    # so 3 programs per SM at B = 1024; 128 would fit 4). Register allocation changes no result.
+    # Not yet timed on a GPU: off. (A launch option of NVIDIA's backend; others ignore it.)
+    regs_band = _table_override("bandregs", (0, 0))[0] if not interpret else 0
     # the keyed band of 16-bit rows (``keyband=1x0`` / ``0x0``; also in the interpreter, so CI
     # runs it): the band's values counted, not copied, so a band holding T always finishes the
     # row, whatever its copies. Before it, a bf16 zipf top-p 0.99 row's band (a few values with
@@ -500,6 +508,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           block_cand_one=_tile_in_segment(block_cand_one, seg_len),
                           sparse_one=sparse_one,
                           band_sample=band_sample, warps_band=warps_band or 4,
+                          regs_band=regs_band,
                           block_wide=min(block_wide, block),
                           warps_wide=warps_wide, sparse_wide=sparse_wide,
                           retry_min_k=retry_min_k, dense_small=dense_small,
@@ -621,7 +630,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
-                        num_warps=cfg.warps_band)
+                        num_warps=cfg.warps_band,
+                        **({"maxnreg": cfg.regs_band} if cfg.regs_band else {}))
     if cfg.hist_bins:
         plan["hist_count"] = dict(NB=cfg.hist_bins, BLOCK=cfg.hist_block,
                                   MERGE=cfg.hist_one_launch, STEPS=cfg.hist_bins.bit_length(),
