@@ -1057,14 +1057,15 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s33a ]]; then  # next session, call 1 (~350 s warm): the wide compaction's append positions by one packed scan per tile (widepacked=1x0; sm90 SASS at 128 x 1 FLAT: the appending tile's ~96 instructions -> ~59, no shared memory, 56 -> 50 registers) and the band kernel's register limit (bandregs=128x0 / 96x0: 142 registers -> 128 / 96 with 48 B of stack; 4 / 5 programs per SM instead of 3) against the default on the same inputs, fp32 top-p, then the append-mode tests on the GPU
-  for table in ${TABLES:-default widepacked=1x0 bandregs=128x0 bandregs=96x0}; do
-    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-90}" \
+if [[ $stage == s33a ]]; then  # next session, call 1 (~450 s warm): the wide compaction's interval tests by float compares (widelean=1x0; sm90 SASS at 128 x 1 FLAT fp32: 262 -> 234 loop instructions per tile), its append positions by one packed scan per tile (widepacked=1x0: 262 -> 229; both: 200) and the band kernel's register limit (bandregs=128x0: 142 registers -> 128 with 48 B of stack; 4 programs per SM instead of 3) against the default on the same inputs, fp32 top-p, then their tests on the GPU (bit-equal statistics with and without each)
+  for table in ${TABLES:-default widelean=1x0 widepacked=1x0,widelean=1x0 widepacked=1x0 bandregs=128x0}; do
+    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-70}" \
       prof "t_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf,gaussian \
       $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
   done
-  timeout "${WIDE_TESTS_S:-120}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
-    tests/test_triton_masks.py tests/test_triton_primitives.py -k "append_modes or packed_prefix" 2>&1 \
+  timeout "${WIDE_TESTS_S:-150}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
+    tests/test_triton_masks.py tests/test_triton_primitives.py \
+    -k "append_modes or packed_prefix or lean_tests or bound_values" 2>&1 \
     | tee "$OUT/pytest_packed.log" | grep -E "^E  |passed|failed" | cut -c1-300 | head -20
 fi
 if [[ $stage == s32e ]]; then  # thirty-first session, call 5 (~370 s): the wide-stage tests with the interpreter's slots on the GPU (they used to assert interpreter-sized modes), the band placed by 2 warps (band=4096x2) against the default on the same inputs, then top_k k50 / k1000 at the new defaults (issue 4)

@@ -707,6 +707,48 @@ def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide, flat):
         np.testing.assert_array_equal(stats[True, p], stats[False, p])
 
 
+def test_wide_compaction_lean_tests_change_nothing(monkeypatch):
+    """The wide compaction's interval tests by float compares (``wide_lean``, the launch table's
+    ``widelean``: no order key per entry, tiles padded with NaN past V) take the same entries
+    with the same weights: every row's statistics are the same integers as with the key
+    compares, and the masks are the oracle's, on rows at the keys' edges: NaN and -inf entries
+    (intervals open down to NaN's key), a +inf row, signed zeros and subnormals, heavy ties;
+    bands that finish and bands that miss (the rounds, then the compaction after them); 32-entry
+    tiles, the last one past V."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import wide
+
+    table = _small_slots_table()
+    launches = _site_launches(monkeypatch, wide.wide_compact_kernel)
+    rng = np.random.default_rng(23)
+    V = 1001
+    x = np.concatenate([
+        _wide_rows(rng, V),
+        generators.inject_nan(generators.zipf_logits(1, V, 1.1, rng), 0.3, rng),
+        generators.grammar_rows(1, V, 0.6, rng),
+        generators.inject_nan(generators.grammar_rows(1, V, 0.5, rng), 0.3, rng),
+        generators.inject_posinf(generators.gaussian_logits(1, V, 2.0, rng), 5, rng),
+        generators.extreme_rows(1, V, rng),
+    ])
+    stats = {}
+    for lean in (False, True):
+        monkeypatch.setattr(launch_module, "pipeline_config",
+                            lambda V, dtype, lean=lean: replace(
+                                table(V, dtype), band_percent=5, wide_lean=lean, block_wide=32,
+                                block_wide2=32))
+        for p in (0.9, 0.99, 0.999999):
+            out = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            run_and_check(x, "float32", None, p, stats=out)
+            stats[lean, p] = out.cpu().numpy()
+        assert any(kwargs.get("LEAN") is lean for _, _, kwargs in launches), launches
+    for p in (0.9, 0.99, 0.999999):
+        np.testing.assert_array_equal(stats[True, p], stats[False, p])
+    taken = np.concatenate([stats[True, p] for p in (0.9, 0.99, 0.999999)])
+    assert (taken[:, 13] == 1).any() and (taken[:, 4] > 0).any()  # band hits, then rounds
+
+
 def test_pass_a_append_limit_for_large_k_calls(monkeypatch):
     """Pass A's one-by-one append limit may differ for calls with the top-k retry (a large or a
     per-row k: the launch table's ``sparselarge``): the masks and top_k's selections are the

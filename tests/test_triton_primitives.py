@@ -15,10 +15,16 @@ import pytest
 from _triton_env import DEVICE, torch, triton  # first: sets up triton
 
 from qrita.backends.triton.primitives import (  # noqa: E402
+    KEY_FLOOR,
+    KEY_INF,
+    KEY_MAX,
+    KEY_NAN,
     count_search_radix,
+    lower_bound_value,
     order_key,
     packed_prefix_counts,
     search_in_registers,
+    upper_bound_value,
 )
 from qrita.reference.keys import order_key as order_key_host  # noqa: E402
 
@@ -214,3 +220,46 @@ def test_packed_prefix_counts_are_the_cumulative_sum(block):
         _prefix_counts_kernel[(1,)](torch.tensor(flags.astype(np.int32), device=DEVICE), got,
                                     BLOCK=block, num_warps=1)
         np.testing.assert_array_equal(got.cpu().numpy(), np.cumsum(flags))
+
+
+@triton.jit
+def _bound_values_kernel(x_ptr, bounds_ptr, lower_ptr, upper_ptr, NX: tl.constexpr,
+                         NB: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, NX))
+    bounds = tl.load(bounds_ptr + tl.arange(0, NB))
+    at = tl.arange(0, NX)[:, None] * NB + tl.arange(0, NB)[None, :]
+    tl.store(lower_ptr + at, (x[:, None] >= lower_bound_value(bounds)[None, :]).to(tl.int32))
+    tl.store(upper_ptr + at, (x[:, None] <= upper_bound_value(bounds)[None, :]).to(tl.int32))
+
+
+def test_bound_values_are_the_key_compares():
+    """``x >= lower_bound_value(c)`` is ``order_key(x) >= c`` and ``x <= upper_bound_value(c)``
+    is ``order_key(x) <= c`` for every non-NaN float32 x and int32 key c (the wide
+    compaction's LEAN tests), and both are false for NaN (its key is the caller's to test):
+    x at every edge (+-0, the subnormals nearest 0, +-tiny, +-max, +-inf, NaN, and their
+    neighbours) against bounds at every edge of the key space (NaN's key, the floor, key -1,
+    which is no float's, 0, +inf's key, the keys above it, KEY_MAX) and at each x's key +-1."""
+    f32 = np.finfo(np.float32)
+    edges = np.array([0.0, -0.0, f32.smallest_subnormal, -f32.smallest_subnormal, f32.tiny,
+                      -f32.tiny, f32.max, -f32.max, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.5,
+                      -2.5, 1e-30, -1e-30], dtype=np.float32)
+    with np.errstate(over="ignore"):  # (max's neighbour is inf)
+        x = np.concatenate([edges, np.nextafter(edges, np.float32(np.inf)),
+                            np.nextafter(edges, np.float32(-np.inf)),
+                            np.random.default_rng(7).normal(0, 30, 128).astype(np.float32)])
+    x = np.resize(x, 256).astype(np.float32)
+    keys = order_key_host(x).astype(np.int64)
+    special = np.array([KEY_NAN, KEY_NAN + 1, KEY_FLOOR - 1, KEY_FLOOR, KEY_FLOOR + 1, -3, -2,
+                        -1, 0, 1, 2, KEY_INF - 1, KEY_INF, KEY_INF + 1, KEY_MAX - 1, KEY_MAX],
+                       dtype=np.int64)
+    near = np.concatenate([keys - 1, keys, keys + 1])
+    bounds = np.resize(np.unique(np.clip(np.concatenate([special, near]), KEY_NAN, KEY_MAX)),
+                       1024).astype(np.int32)
+    lower = torch.zeros((x.size, bounds.size), dtype=torch.int32, device=DEVICE)
+    upper = torch.zeros_like(lower)
+    _bound_values_kernel[(1,)](torch.tensor(x, device=DEVICE), torch.tensor(bounds, device=DEVICE),
+                               lower, upper, NX=x.size, NB=bounds.size)
+    finite_or_inf = ~np.isnan(x)[:, None]
+    b = bounds.astype(np.int64)[None, :]
+    np.testing.assert_array_equal(lower.cpu().numpy() == 1, finite_or_inf & (keys[:, None] >= b))
+    np.testing.assert_array_equal(upper.cpu().numpy() == 1, finite_or_inf & (keys[:, None] <= b))

@@ -254,17 +254,31 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                      KEY_SHIFT=key_shift if band else 0, LISTED=not band,
                      AHEAD=1 if band else 3),
                 target, 4)
+            if not band and dtype == ALL_VARIANTS_DTYPE:
+                # the interval tests by float compares (``widelean``) after the rounds (the
+                # 16-bit loads build in the band's variant below)
+                out["wide_compact_lean"] = _compile(wide.wide_compact_kernel, {
+                    "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+                    "stride_x": "i64", "seg_len": "i32", "cand_val_ptr": "*fp32",
+                    "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
+                    "part_f_ptr": "*fp32", "miss_ptr": "*i32"},
+                    dict(BLOCK=128, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, BAND=False,
+                         FLAT=dtype == "float32", KEY_SHIFT=0, LISTED=True, AHEAD=3,
+                         LEAN=True),
+                    target, 2)
             if band:
-                # the append positions by one packed scan per tile (``widepacked``), in the
-                # one-warp tiles of the GPU table
-                out["wide_compact_band_packed"] = _compile(wide.wide_compact_kernel, {
+                # the append positions by one packed scan per tile (``widepacked``) and the
+                # interval tests by float compares (``widelean``), in the one-warp tiles of
+                # the GPU table
+                out["wide_compact_band_packed_lean"] = _compile(wide.wide_compact_kernel, {
                     "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
                     "stride_x": "i64", "seg_len": "i32", "cand_val_ptr": "*fp32",
                     "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
                     "part_f_ptr": "*fp32", "miss_ptr": "*i32"},
                     dict(BLOCK=128 if dtype == "float32" else 256, CAP_SEG=cap_seg,
                          NSEG_P2=nseg_p2, SPARSE=0, BAND=True, FLAT=dtype == "float32",
-                         KEY_SHIFT=key_shift, LISTED=False, AHEAD=1, PACKED=True),
+                         KEY_SHIFT=key_shift, LISTED=False, AHEAD=1, PACKED=True,
+                         LEAN=True),
                     target, 1)
             out["wide_search" + tag] = _compile(wide.wide_search_kernel, {
                 "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",

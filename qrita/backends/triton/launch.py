@@ -120,8 +120,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     default; ``0x0``: narrow launches; also in the interpreter), or the
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or the wide
-    compaction's append positions by one scan per tile (``widepacked=1x0``), or the band
-    kernel's register limit (``bandregs=128x0``, NVIDIA)."""
+    compaction's append positions by one scan per tile (``widepacked=1x0``), or its interval
+    tests by float compares (``widelean=1x0``), or the band kernel's register limit
+    (``bandregs=128x0``, NVIDIA)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -219,6 +220,9 @@ class PipelineConfig:
     ahead_small: tuple[int, int] = (1, 1)
     # the wide compaction's append positions by one 32-lane scan per tile (``widepacked``)
     wide_packed: bool = False
+    # the wide compaction's interval tests as float compares, no order key per entry
+    # (``widelean``)
+    wide_lean: bool = False
     # a row stops narrowing once its interval holds at most this many entries (-1: never; the
     # launch table sets half the slots)
     wide_fit: int = -1
@@ -298,6 +302,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         ahead = _table_override("ahead", (1, 1))  # as on the GPU
         ahead_small = _table_override("aheadsmall", ahead)
         wide_packed = _table_override("widepacked", (0, 0))[0] == 1  # as on the GPU
+        wide_lean = _table_override("widelean", (0, 0))[0] == 1  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
@@ -437,6 +442,15 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # move no data; contiguous lanes already scan once). The same positions; not yet timed
         # on a GPU: off
         wide_packed = _table_override("widepacked", (0, 0))[0] == 1
+        # ``widelean=1x0``: the wide compaction tests an entry's place against the interval
+        # and the band by float32 compares against their bounds' values
+        # (``primitives.lower_bound_value`` / ``upper_bound_value``; tiles padded with NaN
+        # past V, which no compare takes) and weighs it without ``weights_of``'s guards where
+        # nothing they guard is summed: no order key per entry. The same entries, weights and
+        # sums (tested equal in the interpreter). sm90 SASS, the band's compaction at 128 x 1
+        # FLAT fp32, loop instructions per 128-entry tile: 262 -> 234 (with ``widepacked``
+        # 229 -> 200); registers 56 -> 64 (50 -> 56). Not yet timed on a GPU: off
+        wide_lean = _table_override("widelean", (0, 0))[0] == 1
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
         # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
@@ -525,6 +539,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_merge=round_merge, wide_packed=wide_packed,
+                          wide_lean=wide_lean,
                           ahead=tuple(min(max(n, 1), 4) for n in ahead),
                           ahead_small=tuple(min(max(n, 1), 4) for n in ahead_small),
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -626,7 +641,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        LISTED=listed and not band, AHEAD=ahead[1],
                                        PACKED=cfg.wide_packed and cfg.wide_flat
                                        and block_c % 32 == 0 and block_c <= 256,
-                                       num_warps=warps_c)
+                                       LEAN=cfg.wide_lean, num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,

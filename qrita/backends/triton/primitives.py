@@ -8,6 +8,7 @@ import triton.language as tl
 KEY_NAN = tl.constexpr(-2147483648)  # below the key of -inf (-2139095041)
 KEY_MAX = tl.constexpr(2147483647)
 KEY_FLOOR = tl.constexpr(-2139095041)  # the lowest non-NaN rank key: -inf largest-first, +inf smallest-first
+KEY_INF = tl.constexpr(2139095040)  # the key of +inf (largest-first); the keys above it are no float's
 #: measuring knob, read once at import: QRITA_RADIX=1 finds top-k's boundary key and the sample's
 #: order statistics by radix selection (:func:`count_search_radix`) instead of pivot rounds
 #: (:func:`search_in_registers`); off by default: ~30 us slower at B=1024 on the H200
@@ -289,6 +290,25 @@ def key_to_value(key):
 
 
 @triton.jit
+def lower_bound_value(first):
+    """float32 ``v`` with ``x >= v`` iff ``order_key(x) >= first``, for every non-NaN float32 x
+    (int32 ``first``; NaN's own key is left to the caller). Key -1 is no float's (-0.0 takes the
+    key of +0.0): its value -0.0 compares as +0.0, which is right, since key >= -1 is key >= 0.
+    The keys above +inf's are NaN bit patterns, which no compare takes: right too."""
+    v = key_to_value(first)
+    return tl.where(first <= KEY_FLOOR, -float("inf"), v)  # every non-NaN key
+
+
+@triton.jit
+def upper_bound_value(last):
+    """float32 ``v`` with ``x <= v`` iff ``order_key(x) <= last``, for every non-NaN float32 x
+    (int32 ``last``). Key -1 is no float's: key <= -1 is key <= -2, the negative subnormal
+    nearest 0. The keys below -inf's are NaN bit patterns, which no compare takes: right too."""
+    v = key_to_value(tl.where(last == -1, -2, last))
+    return tl.where(last >= KEY_INF, float("inf"), v)  # every non-NaN key
+
+
+@triton.jit
 def full_row_round(row_ptr, V, piv, lo, hi, row_max, inf_mode, BLOCK: tl.constexpr,
                    NEED_MASS: tl.constexpr, SMALLEST: tl.constexpr):
     """One read of the row: count (and mass) above each of 4 pivots, and the smallest and largest
@@ -548,50 +568,52 @@ def retry_cutoff_key(row_ptr, V, k, n_cand, max_seg, old_key, CAP_SEG: tl.conste
 
 
 @triton.jit
-def segment_tile(row_x, offs, V, seg_end):
-    """The row's entries at ``offs`` (its own dtype; 0.0 past V or past the segment's end)."""
-    return tl.load(row_x + offs, mask=(offs < V) & (offs < seg_end), other=0.0)
+def segment_tile(row_x, offs, V, seg_end, OTHER: tl.constexpr = 0.0):
+    """The row's entries at ``offs`` (its own dtype; OTHER, 0.0 or NaN, past V or past the
+    segment's end)."""
+    return tl.load(row_x + offs, mask=(offs < V) & (offs < seg_end), other=OTHER)
 
 
 @triton.jit
-def tile_ring_start(row_x, offs, V, seg_end, BLOCK: tl.constexpr, AHEAD: tl.constexpr):
+def tile_ring_start(row_x, offs, V, seg_end, BLOCK: tl.constexpr, AHEAD: tl.constexpr,
+                    OTHER: tl.constexpr = 0.0):
     """The first AHEAD (1-4) tiles of a segment's loop, loaded before any is used: the ring
     (t1, t2, t3, t4) that :func:`tile_ring_next` turns (slots past AHEAD repeat t1, unused).
-    ``offs``: the first tile's offsets."""
-    t1 = segment_tile(row_x, offs, V, seg_end)
+    ``offs``: the first tile's offsets; OTHER: :func:`segment_tile`'s."""
+    t1 = segment_tile(row_x, offs, V, seg_end, OTHER)
     t2 = t1
     t3 = t1
     t4 = t1
     if AHEAD >= 2:
-        t2 = segment_tile(row_x, offs + BLOCK, V, seg_end)
+        t2 = segment_tile(row_x, offs + BLOCK, V, seg_end, OTHER)
     if AHEAD >= 3:
-        t3 = segment_tile(row_x, offs + 2 * BLOCK, V, seg_end)
+        t3 = segment_tile(row_x, offs + 2 * BLOCK, V, seg_end, OTHER)
     if AHEAD >= 4:
-        t4 = segment_tile(row_x, offs + 3 * BLOCK, V, seg_end)
+        t4 = segment_tile(row_x, offs + 3 * BLOCK, V, seg_end, OTHER)
     return t1, t2, t3, t4
 
 
 @triton.jit
 def tile_ring_next(t1, t2, t3, t4, row_x, offs, V, seg_end, BLOCK: tl.constexpr,
-                   AHEAD: tl.constexpr):
+                   AHEAD: tl.constexpr, OTHER: tl.constexpr = 0.0):
     """The tile at ``offs`` (the ring's first) and the ring turned by one, the tile AHEAD tiles
     on loaded (issued before the current tile is processed: AHEAD tiles in flight per program;
     which tile a lane holds, and so every sum, does not depend on AHEAD)."""
     current = t1
     if AHEAD == 1:
-        t1 = segment_tile(row_x, offs + BLOCK, V, seg_end)
+        t1 = segment_tile(row_x, offs + BLOCK, V, seg_end, OTHER)
     elif AHEAD == 2:
         t1 = t2
-        t2 = segment_tile(row_x, offs + 2 * BLOCK, V, seg_end)
+        t2 = segment_tile(row_x, offs + 2 * BLOCK, V, seg_end, OTHER)
     elif AHEAD == 3:
         t1 = t2
         t2 = t3
-        t3 = segment_tile(row_x, offs + 3 * BLOCK, V, seg_end)
+        t3 = segment_tile(row_x, offs + 3 * BLOCK, V, seg_end, OTHER)
     else:
         t1 = t2
         t2 = t3
         t3 = t4
-        t4 = segment_tile(row_x, offs + 4 * BLOCK, V, seg_end)
+        t4 = segment_tile(row_x, offs + 4 * BLOCK, V, seg_end, OTHER)
     return current, t1, t2, t3, t4
 
 

@@ -28,12 +28,14 @@ from qrita.backends.triton.primitives import (
     compact_tile,
     int32_bounds,
     key_to_value,
+    lower_bound_value,
     order_key,
     rank_key,
     search_in_registers,
     segment_tile,
     tile_ring_next,
     tile_ring_start,
+    upper_bound_value,
     weights_of,
 )
 
@@ -373,6 +375,7 @@ def wide_compact_kernel(
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
     BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
     LISTED: tl.constexpr = False, AHEAD: tl.constexpr = 1, PACKED: tl.constexpr = False,
+    LEAN: tl.constexpr = False,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -393,7 +396,10 @@ def wide_compact_kernel(
     :func:`wide_search_kernel` then fills. LISTED (after the rounds): grid (G, S), the listed
     rows shared among the G programs of a segment; else grid (B, S). AHEAD: tiles in flight
     per program (:func:`tile_ring_next`; no sum depends on it). PACKED: a tile's append
-    positions by one 32-lane scan (:func:`packed_prefix_counts`; the same positions).
+    positions by one 32-lane scan (:func:`packed_prefix_counts`; the same positions). LEAN: the
+    interval's tests as float32 compares against its bounds' values (:func:`lower_bound_value`,
+    :func:`upper_bound_value`) and the weights without weights_of's guards where nothing they
+    guard is summed: no order key per entry, the same entries, weights and sums.
     """
     if BAND:
         if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
@@ -404,11 +410,11 @@ def wide_compact_kernel(
             _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                          cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
                          tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT,
-                         KEY_SHIFT, AHEAD, PACKED)
+                         KEY_SHIFT, AHEAD, PACKED, LEAN)
     else:
         _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                      cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, tl.program_id(0), BLOCK,
-                     CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD, PACKED)
+                     CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD, PACKED, LEAN)
 
 
 @triton.jit
@@ -416,7 +422,7 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                  seg_i_ptr, part_i_ptr, part_f_ptr, row, BLOCK: tl.constexpr,
                  CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
                  BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr,
-                 AHEAD: tl.constexpr, PACKED: tl.constexpr):
+                 AHEAD: tl.constexpr, PACKED: tl.constexpr, LEAN: tl.constexpr):
     """:func:`wide_compact_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -449,24 +455,47 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
         # key in (lo, hi] and key > hi as int32 compares per entry
         first, last = int32_bounds(lo, hi)
         after = tl.minimum(tl.maximum(hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
+        # LEAN: the same tests as float32 compares against the bounds' values (no order key per
+        # entry); NaN, whose key is the lowest, is inside only when the interval reaches it
+        first_value = lower_bound_value(first)
+        last_value = upper_bound_value(last)
+        after_value = lower_bound_value(after)
+        nan_inside = first == KEY_NAN
+        nan_above = after == KEY_NAN
+        # (LEAN: NaN past V, which no float compare takes)
+        OTHER: tl.constexpr = float("nan") if LEAN else 0.0
         t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_start + seg_len,
-                                         BLOCK, AHEAD)
+                                         BLOCK, AHEAD, OTHER)
         for off in range(0, seg_len, BLOCK):
             offs = seg_start + off + lanes
             valid = offs < V
             # the next AHEAD tiles' loads are issued before this one is processed (one warp
             # per program: without it each tile waits for its own load)
             x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, offs, V,
-                                               seg_start + seg_len, BLOCK, AHEAD)
+                                               seg_start + seg_len, BLOCK, AHEAD, OTHER)
             x = x.to(tl.float32)
-            key = rank_key(x, False)
-            take = valid & (key >= first) & (key <= last)
+            if LEAN:
+                in_values = (x >= first_value) & (x <= last_value)  # (no NaN, nothing past V)
+                take = in_values | tl.where(nan_inside, valid & (x != x), False)
+            else:
+                key = rank_key(x, False)
+                take = valid & (key >= first) & (key <= last)
             if BAND:
-                above = valid & (key >= after)
-                w = weights_of(x, row_max, inf_mode)
+                if LEAN:
+                    above_values = x >= after_value  # (no NaN, nothing past V)
+                    above = above_values | tl.where(nan_above, valid & (x != x), False)
+                    # weights_of's value wherever it is summed: the row's max is finite in a
+                    # wide row, exp(-inf - max) = 0, and NaN entries (weight 0) are not summed
+                    w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0),
+                                 tl.exp(x - row_max))
+                    lane_mass_above += tl.where(above_values, w, 0.0)
+                    lane_mass_band += tl.where(in_values, w, 0.0)
+                else:
+                    above = valid & (key >= after)
+                    w = weights_of(x, row_max, inf_mode)
+                    lane_mass_above += tl.where(above, w, 0.0)
+                    lane_mass_band += tl.where(take, w, 0.0)
                 lane_above += above.to(tl.int32)
-                lane_mass_above += tl.where(above, w, 0.0)
-                lane_mass_band += tl.where(take, w, 0.0)
             n_tile = tl.sum(take.to(tl.int32), axis=0)
             if n_tile > 0:
                 compact_tile(x, seg * seg_len + off, take, lanes, n_tile, count,
