@@ -707,14 +707,15 @@ def test_wide_compaction_append_modes_are_exact(monkeypatch, sparse_wide, flat):
         np.testing.assert_array_equal(stats[True, p], stats[False, p])
 
 
-def test_wide_compaction_lean_tests_change_nothing(monkeypatch):
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_wide_compaction_lean_tests_change_nothing(monkeypatch, dtype):
     """The wide compaction's interval tests by float compares (``wide_lean``, the launch table's
     ``widelean``: no order key per entry, tiles padded with NaN past V) take the same entries
     with the same weights: every row's statistics are the same integers as with the key
     compares, and the masks are the oracle's, on rows at the keys' edges: NaN and -inf entries
     (intervals open down to NaN's key), a +inf row, signed zeros and subnormals, heavy ties;
     bands that finish and bands that miss (the rounds, then the compaction after them); 32-entry
-    tiles, the last one past V."""
+    tiles, the last one past V; bfloat16 rows through the keyed band (counted per value)."""
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
@@ -740,9 +741,11 @@ def test_wide_compaction_lean_tests_change_nothing(monkeypatch):
                                 block_wide2=32))
         for p in (0.9, 0.99, 0.999999):
             out = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
-            run_and_check(x, "float32", None, p, stats=out)
+            run_and_check(x, dtype, None, p, stats=out)
             stats[lean, p] = out.cpu().numpy()
         assert any(kwargs.get("LEAN") is lean for _, _, kwargs in launches), launches
+        if dtype == "bfloat16":
+            assert any(kwargs.get("KEY_SHIFT") == 16 for _, _, kwargs in launches), launches
     for p in (0.9, 0.99, 0.999999):
         np.testing.assert_array_equal(stats[True, p], stats[False, p])
     taken = np.concatenate([stats[True, p] for p in (0.9, 0.99, 0.999999)])

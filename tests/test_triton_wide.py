@@ -1,6 +1,8 @@
 """The keyed band's steps (qrita/backends/triton/wide.py) in small kernels: a 16-bit value's
 index (``key >> KEY_SHIFT``) and back (``value_key``), and the values' masses
-(``_value_masses``), on every bfloat16 / float16 value kind (negative, -0.0, subnormal, +-inf)."""
+(``_value_masses``), on every bfloat16 / float16 value kind (negative, -0.0, subnormal, +-inf);
+and the wide compaction's LEAN form against its key compares, launched directly on intervals
+at every edge of the key space."""
 
 from __future__ import annotations
 
@@ -98,3 +100,104 @@ def wide_value(index: int, shift: int) -> float:
     key = np.int64((index << shift) | low).astype(np.int32)
     bits = key if key >= 0 else key ^ np.int32(0x7FFFFFFF)
     return float(np.array([bits], dtype=np.int32).view(np.float32)[0])
+
+
+def _lean_rows(dtype: str, rng: np.random.Generator, B: int, V: int) -> np.ndarray:
+    """(B, V) float32 rows of the dtype's values: Gaussian values with ties, +-0, -inf and NaN
+    entries, +inf in the last row, float32 subnormals and +-max (bfloat16 rows: no subnormals,
+    which Triton 3.9's interpreter widens inexactly, see :func:`_values`)."""
+    x = rng.normal(0.0, 3.0, size=(B, V)).astype(np.float32)
+    x[:, ::7] = np.round(x[:, ::7])  # ties
+    f32 = np.finfo(np.float32)
+    edges = [0.0, -0.0, -np.inf, np.nan, 1.0, -1.0, 2.0, -2.0]
+    if dtype == "float32":
+        edges += [f32.smallest_subnormal, -f32.smallest_subnormal, f32.tiny, -f32.tiny,
+                  f32.max, -f32.max]
+    for b in range(B):
+        at = rng.permutation(V)[:60]
+        x[b, at] = rng.choice(np.array(edges, dtype=np.float32), size=at.size)
+    x[-1, rng.permutation(V)[:3]] = np.inf
+    if dtype == "bfloat16":
+        x = torch.from_numpy(x).to(torch.bfloat16).float().numpy()
+    return x
+
+
+def _lean_intervals(x: np.ndarray, rng: np.random.Generator, key_shift: int) -> np.ndarray:
+    """(B, 2) int64 intervals (lo, hi], one per row: around the row's own keys (+-1, so the
+    ends fall on, above and below occupied keys), from NaN's key, at key -1 (no float's), 0,
+    +inf's key; 16-bit rows also get bands of a few values (the keyed band: counted)."""
+    KEY_NAN, KEY_FLOOR, KEY_INF = -(2**31), -2139095041, 2139095040
+    B = x.shape[0]
+    out = np.empty((B, 2), dtype=np.int64)
+    fixed = [(KEY_NAN - 1, KEY_INF), (KEY_NAN - 1, -1), (-2, 0), (-1, KEY_INF),
+             (KEY_FLOOR - 1, -2), (0, KEY_INF - 1)]
+    for b in range(B):
+        keys = np.unique(order_key_host(x[b]).astype(np.int64))
+        keys = keys[keys > KEY_NAN]
+        if b < len(fixed):
+            out[b] = fixed[b]
+            continue
+        i, j = np.sort(rng.choice(keys.size, 2, replace=False))
+        if key_shift and b % 2 == 0:  # a band of a few 16-bit values
+            j = min(i + int(rng.integers(1, 5)), keys.size - 1)
+        out[b] = (keys[i] + int(rng.integers(-1, 1)), keys[j] + int(rng.integers(-1, 2)))
+    return out
+
+
+def _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg, *, band, lean,
+                    key_shift, flat, block):
+    B = x_dev.shape[0]
+    cap_seg, nseg_p2 = 512, 4
+    row_i = torch.zeros((B, wide.ROW_I.value), dtype=torch.int32, device=DEVICE)
+    row_i[:, 0] = 3
+    row_i[:, 5] = torch.tensor(intervals[:, 0] + 1, dtype=torch.int32)
+    row_i[:, 6] = torch.tensor(intervals[:, 1].clip(-(2**31), 2**31 - 1), dtype=torch.int32)
+    row_f = torch.zeros((B, wide.ROW_F.value), dtype=torch.float32, device=DEVICE)
+    row_f[:, 0] = torch.tensor(row_max)
+    row_f[:, 2] = torch.tensor(inf_mode.astype(np.float32))
+    out = dict(
+        cand_val=torch.zeros((B, nseg_p2 * cap_seg), dtype=torch.float32, device=DEVICE),
+        cand_idx=torch.zeros((B, nseg_p2 * cap_seg), dtype=torch.int32, device=DEVICE),
+        seg_i=torch.zeros((B, nseg, wide.SEG_I.value), dtype=torch.int32, device=DEVICE),
+        part_i=torch.zeros((B, nseg, wide.KEY_PART.value), dtype=torch.int32, device=DEVICE),
+        part_f=torch.zeros((B, nseg, wide.WAYS.value), dtype=torch.float32, device=DEVICE))
+    miss = torch.zeros(2 + B, dtype=torch.int32, device=DEVICE)
+    if not band:  # the listed rows: all of them
+        miss[0] = B
+        miss[1:1 + B] = torch.arange(B, dtype=torch.int32)
+    wide.wide_compact_kernel[(B, nseg)](
+        x_dev, row_i, row_f, V, x_dev.stride(0), seg_len, out["cand_val"], out["cand_idx"],
+        out["seg_i"], out["part_i"], out["part_f"], miss, BLOCK=block, CAP_SEG=cap_seg,
+        NSEG_P2=nseg_p2, SPARSE=4, BAND=band, FLAT=flat, KEY_SHIFT=key_shift if band else 0,
+        LISTED=not band, AHEAD=1, LEAN=lean, num_warps=1)
+    return {name: t.cpu().numpy() for name, t in out.items()}
+
+
+@pytest.mark.parametrize("dtype,band,flat", [("float32", True, True), ("float32", False, False),
+                                             ("bfloat16", True, False)])
+def test_lean_compaction_is_the_key_compaction(dtype, band, flat):
+    """``wide_compact_kernel`` with LEAN (the launch table's ``widelean``: float compares
+    against the bounds' values, NaN-padded tiles, unguarded weights) writes exactly what its
+    key compares write: the same candidates in the same slots, counts, counts and masses above
+    the band (bit for bit) and, for a keyed 16-bit band, the same counts per value; on rows
+    with ties, +-0, -inf, NaN, +inf, subnormals and +-max, and intervals at every edge of the
+    key space; the last tile past V."""
+    rng = np.random.default_rng(29)
+    B, V, seg_len, block = 16, 1000, 256, 32
+    nseg = -(-V // seg_len)
+    key_shift = SHIFTS.get(dtype, 0)
+    x = _lean_rows(dtype, rng, B, V)
+    intervals = _lean_intervals(x, rng, key_shift)
+    finite = np.where(np.isfinite(x), x, -np.inf)
+    row_max = finite.max(axis=1)
+    inf_mode = (x == np.inf).any(axis=1)
+    x_dev = torch.tensor(x, device=DEVICE).to(getattr(torch, dtype))
+    got = {lean: _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg,
+                                 band=band, lean=lean, key_shift=key_shift, flat=flat,
+                                 block=block)
+           for lean in (False, True)}
+    for name in got[False]:
+        np.testing.assert_array_equal(got[True][name].view(np.int32),
+                                      got[False][name].view(np.int32), err_msg=name)
+    counts = got[False]["seg_i"][:, :, 0].sum(axis=1)
+    assert (counts > 0).sum() >= B // 2  # most intervals hold entries

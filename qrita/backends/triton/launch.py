@@ -449,7 +449,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # nothing they guard is summed: no order key per entry. The same entries, weights and
         # sums (tested equal in the interpreter). sm90 SASS, the band's compaction at 128 x 1
         # FLAT fp32, loop instructions per 128-entry tile: 262 -> 234 (with ``widepacked``
-        # 229 -> 200); registers 56 -> 64 (50 -> 56). Not yet timed on a GPU: off
+        # 229 -> 200), registers 56 -> 64 (50 -> 56); bf16's keyed band (counted per value),
+        # 256 x 1: 395 -> 329 (BENCHMARKS.md thirty-second session). Not yet timed on a GPU:
+        # off
         wide_lean = _table_override("widelean", (0, 0))[0] == 1
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only

@@ -333,32 +333,45 @@ def _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
 @triton.jit
 def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i_ptr,
                        part_f_ptr, row64, seg, nseg, b_lo, b_hi, first_value,
-                       BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr):
+                       BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr, LEAN: tl.constexpr):
     """One segment's count of each value of a keyed band (b_lo, b_hi] (part_i[slot * KEY_PART
     + j]: value first_value + j), its count and mass above the band (part_i[... + KEY_BINS],
-    part_f[slot * WAYS]) and the band's entries (seg_i). Integer counts: exact, in any order."""
+    part_f[slot * WAYS]) and the band's entries (seg_i). Integer counts: exact, in any order.
+    LEAN: the band's and the above tests as float compares (a keyed band lies above NaN's key,
+    :func:`keyed_band`), tiles padded with NaN, the weights without weights_of's guards (as in
+    :func:`_compact_row`)."""
     row_x = x_ptr + row64 * stride_x
     row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
     inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
     first, last = int32_bounds(b_lo, b_hi)
     after = tl.minimum(tl.maximum(b_hi + 1, KEY_NAN), KEY_MAX).to(tl.int32)
+    first_value_f = lower_bound_value(first)
+    last_value_f = upper_bound_value(last)
+    after_value_f = lower_bound_value(after)
     first_value32 = first_value.to(tl.int32)
     value_counts = tl.zeros([KEY_BINS], tl.int32)
     lane_above = tl.zeros([BLOCK], tl.int32)
     lane_mass_above = tl.zeros([BLOCK], tl.float32)
     seg_start = seg * seg_len
     lanes = tl.arange(0, BLOCK)
-    x_next = segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len)
+    OTHER: tl.constexpr = float("nan") if LEAN else 0.0
+    x_next = segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len, OTHER)
     for off in range(0, seg_len, BLOCK):
         offs = seg_start + off + lanes
         valid = offs < V
         x = x_next.to(tl.float32)
-        x_next = segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len)
+        x_next = segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len, OTHER)
         key = rank_key(x, False)
-        inside = valid & (key >= first) & (key <= last)
-        above = valid & (key >= after)
+        if LEAN:
+            inside = (x >= first_value_f) & (x <= last_value_f)  # (no NaN, nothing past V)
+            above = x >= after_value_f
+            w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), tl.exp(x - row_max))
+        else:
+            inside = valid & (key >= first) & (key <= last)
+            above = valid & (key >= after)
+            w = weights_of(x, row_max, inf_mode)
         lane_above += above.to(tl.int32)
-        lane_mass_above += tl.where(above, weights_of(x, row_max, inf_mode), 0.0)
+        lane_mass_above += tl.where(above, w, 0.0)
         value_counts += tl.histogram((key >> KEY_SHIFT) - first_value32, KEY_BINS, mask=inside)
     slot = row64 * nseg + seg
     tl.store(part_i_ptr + slot * KEY_PART + tl.arange(0, KEY_BINS), value_counts)
@@ -437,7 +450,7 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                 if keyed:
                     _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr,
                                        part_i_ptr, part_f_ptr, row64, seg, nseg, b_lo, b_hi,
-                                       first_value, BLOCK, KEY_SHIFT)
+                                       first_value, BLOCK, KEY_SHIFT, LEAN)
     if (mode == 3) & (not keyed):
         lo, hi = _interval(row_i_ptr, row64)
         cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
