@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1057,16 +1057,28 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s33a ]]; then  # next session, call 1 (~450 s warm): the wide compaction's interval tests by float compares (widelean=1x0; sm90 SASS at 128 x 1 FLAT fp32: 262 -> 234 loop instructions per tile), its append positions by one packed scan per tile (widepacked=1x0: 262 -> 229; both: 200) and the band kernel's register limit (bandregs=128x0: 142 registers -> 128 with 48 B of stack; 4 programs per SM instead of 3) against the default on the same inputs, fp32 top-p, then their tests on the GPU (bit-equal statistics with and without each)
-  for table in ${TABLES:-default widelean=1x0 widepacked=1x0,widelean=1x0 widepacked=1x0 bandregs=128x0}; do
-    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-70}" \
+if [[ $stage == s33b ]]; then  # next session, call 2 (~400 s warm): bfloat16 top-p with the keyed band's counting by float compares (widelean=1x0: sm90 SASS 395 -> 329 loop instructions per 256-entry tile), then fp32 with the packed appends alone and the band kernel's register limit (bandregs=128x0: 142 registers -> 128 with 48 B of stack; 4 programs per SM instead of 3), each against the default on the same inputs
+  for table in default widelean=1x0; do
+    PROF_BATCH=${PROF_B:-1,64,1024} PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-75}" \
+      prof "bf16_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf,gaussian \
+      $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
+  done
+  for table in ${TABLES:-default widepacked=1x0 bandregs=128x0}; do
+    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-75}" \
+      prof "t_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf \
+      $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
+  done
+fi
+if [[ $stage == s33a ]]; then  # next session, call 1 (~450 s warm): the wide compaction's interval tests by float compares (widelean=1x0; sm90 SASS at 128 x 1 FLAT fp32: 262 -> 234 loop instructions per tile), with its append positions by one packed scan per tile too (widepacked=1x0,widelean=1x0: 200), and the 16-way rounds' accumulators as (16 pivots, tile) (roundrows=1x0: no shared-memory round trip and 4 barriers per tile, 180 -> 145 instructions) against the default on the same inputs, fp32 top-p, then their tests on the GPU (bit-equal statistics with and without each)
+  for table in ${TABLES:-default widelean=1x0 widepacked=1x0,widelean=1x0 roundrows=1x0}; do
+    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-75}" \
       prof "t_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf,gaussian \
       $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
   done
   timeout "${WIDE_TESTS_S:-150}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
-    tests/test_triton_masks.py tests/test_triton_primitives.py \
-    -k "append_modes or packed_prefix or lean_tests or bound_values" 2>&1 \
-    | tee "$OUT/pytest_packed.log" | grep -E "^E  |passed|failed" | cut -c1-300 | head -20
+    tests/test_triton_masks.py tests/test_triton_primitives.py tests/test_triton_wide.py \
+    -k "append_modes or packed_prefix or lean or bound_values or pivot_rows" 2>&1 \
+    | tee "$OUT/pytest_knobs.log" | grep -E "^E  |passed|failed" | cut -c1-300 | head -20
 fi
 if [[ $stage == s32e ]]; then  # thirty-first session, call 5 (~370 s): the wide-stage tests with the interpreter's slots on the GPU (they used to assert interpreter-sized modes), the band placed by 2 warps (band=4096x2) against the default on the same inputs, then top_k k50 / k1000 at the new defaults (issue 4)
   timeout "${WIDE_TESTS_S:-130}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \

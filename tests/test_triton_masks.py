@@ -640,6 +640,40 @@ def test_wide_rounds_merged_by_their_last_program(monkeypatch):
             np.testing.assert_array_equal(stats[True, rows, p], stats[False, rows, p])
 
 
+def test_wide_rounds_with_pivot_rows(monkeypatch):
+    """The 16-way rounds' accumulators as (16 pivots, tile) (``round_pivot_rows``, the launch
+    table's ``roundrows``) give the oracle's masks and every row's statistics (mode, T, budget,
+    rounds, interval, counts) as the (tile, 16) form's, merged by the last program (a batch of
+    2) and by narrow launches over listed rows (6 rows); a tiny band makes most rows take the
+    rounds; a row of consecutive keys, where pivots land on keys; bfloat16 rows too."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import wide
+
+    table = _small_slots_table()
+    rounds = _site_launches(monkeypatch, wide.wide_round_kernel)
+    rng = np.random.default_rng(43)
+    V = 999
+    consecutive = rng.permutation((np.int32(0x3F800000) + np.arange(V, dtype=np.int32))
+                                  .view(np.float32))
+    x = np.concatenate([_wide_rows(rng, V), consecutive[None, :]])
+    stats = {}
+    for pivot_rows in (False, True):
+        monkeypatch.setattr(launch_module, "pipeline_config",
+                            lambda V, dtype, pivot_rows=pivot_rows: replace(
+                                table(V, dtype), band_percent=1, wide_list=2,
+                                round_pivot_rows=pivot_rows))
+        for rows, dtype in ((x, "float32"), (x[:2], "float32"), (x, "bfloat16")):
+            out = torch.zeros((rows.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            run_and_check(rows, dtype, None, 0.95, stats=out)
+            stats[pivot_rows, rows.shape[0], dtype] = out.cpu().numpy()
+        assert any(kwargs.get("PIVOT_ROWS") is pivot_rows for _, _, kwargs in rounds), rounds
+    for key in ((6, "float32"), (2, "float32"), (6, "bfloat16")):
+        assert (stats[(True, *key)][:, 4] > 0).any(), stats[(True, *key)]
+        np.testing.assert_array_equal(stats[(True, *key)], stats[(False, *key)])
+
+
 @pytest.mark.parametrize("ahead", [(2, 3), (4, 2), (3, 4)])
 def test_tiles_in_flight_change_nothing(monkeypatch, ahead):
     """Tiles in flight per program in pass A and the wide stage's streams (``ahead``, the launch

@@ -228,6 +228,14 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "stride_x": "i64", "seg_len": "i32", "fit": "i32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "miss_ptr": "*i32", "arrive_ptr": "*i32"},
             dict(BLOCK=128, LISTED=True, MERGE=True, NSEG_P2=nseg_p2, AHEAD=4), target, 4)
+        if dtype == ALL_VARIANTS_DTYPE:
+            # the accumulators as (16 pivots, tile) (``roundrows``), one row per program
+            out["wide_round_pivot_rows"] = _compile(wide.wide_round_kernel, {
+                "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+                "stride_x": "i64", "seg_len": "i32", "fit": "i32", "part_i_ptr": "*i32",
+                "part_f_ptr": "*fp32", "miss_ptr": "*i32", "arrive_ptr": "*i32"},
+                dict(BLOCK=128, LISTED=False, MERGE=False, NSEG_P2=nseg_p2, AHEAD=1,
+                     PIVOT_ROWS=True), target, 4)
         out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
             "part_f_ptr": "*fp32", "miss_ptr": "*i32", "nseg": "i32", "fit": "i32"},

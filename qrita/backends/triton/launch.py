@@ -121,8 +121,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or the wide
     compaction's append positions by one scan per tile (``widepacked=1x0``), or its interval
-    tests by float compares (``widelean=1x0``), or the band kernel's register limit
-    (``bandregs=128x0``, NVIDIA)."""
+    tests by float compares (``widelean=1x0``), or the 16-way rounds' accumulators with the
+    pivots as rows (``roundrows=1x0``), or the band kernel's register limit (``bandregs=128x0``,
+    NVIDIA)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -223,6 +224,8 @@ class PipelineConfig:
     # the wide compaction's interval tests as float compares, no order key per entry
     # (``widelean``)
     wide_lean: bool = False
+    # the 16-way rounds' per-lane accumulators as (16 pivots, tile) (``roundrows``)
+    round_pivot_rows: bool = False
     # a row stops narrowing once its interval holds at most this many entries (-1: never; the
     # launch table sets half the slots)
     wide_fit: int = -1
@@ -303,6 +306,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         ahead_small = _table_override("aheadsmall", ahead)
         wide_packed = _table_override("widepacked", (0, 0))[0] == 1  # as on the GPU
         wide_lean = _table_override("widelean", (0, 0))[0] == 1  # as on the GPU
+        round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
@@ -453,6 +457,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 256 x 1: 395 -> 329 (BENCHMARKS.md thirty-second session). Not yet timed on a GPU:
         # off
         wide_lean = _table_override("widelean", (0, 0))[0] == 1
+        # ``roundrows=1x0``: the 16-way rounds keep their per-lane counts and masses as
+        # (16 pivots, tile) instead of (tile, 16), so a tile's entry stays in the lane that
+        # loaded it (sm90 SASS, 128 x 4: the (tile, 16) form moves every tile through shared
+        # memory, 2 stores, 8 loads and 4 barriers per tile; loop 180 -> 145 instructions, no
+        # barrier, registers 98 -> 72). The same counts; the masses' last reduction over the
+        # lanes may group differently (fixed per (V, dtype) either way). Not yet timed: off
+        round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
         # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
@@ -541,7 +552,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_merge=round_merge, wide_packed=wide_packed,
-                          wide_lean=wide_lean,
+                          wide_lean=wide_lean, round_pivot_rows=round_pivot_rows,
                           ahead=tuple(min(max(n, 1), 4) for n in ahead),
                           ahead_small=tuple(min(max(n, 1), 4) for n in ahead_small),
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -657,6 +668,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                   num_warps=cfg.warps_stream)
     plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block), LISTED=listed,
                          MERGE=cfg.round_merge and not listed, AHEAD=ahead[1],
+                         PIVOT_ROWS=cfg.round_pivot_rows,
                          NSEG_P2=next_pow2(cfg.nseg * cfg.round_split),
                          num_warps=cfg.warps_round or cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split), LISTED=listed,

@@ -192,7 +192,7 @@ def wide_round_kernel(
     V, stride_x, seg_len, fit,
     part_i_ptr, part_f_ptr, miss_ptr, arrive_ptr,
     BLOCK: tl.constexpr, LISTED: tl.constexpr = False, MERGE: tl.constexpr = False,
-    NSEG_P2: tl.constexpr = 1, AHEAD: tl.constexpr = 1,
+    NSEG_P2: tl.constexpr = 1, AHEAD: tl.constexpr = 1, PIVOT_ROWS: tl.constexpr = False,
 ):
     """One segment's count and mass above each of 16 pivots of its row's interval, and the
     smallest / largest key inside the interval. part_i : (B, S, 32) int32, part_f : (B, S, 16).
@@ -211,16 +211,17 @@ def wide_round_kernel(
         for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
             _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
                        part_f_ptr, arrive_ptr, tl.load(miss_ptr + 1 + i), BLOCK, MERGE,
-                       NSEG_P2, AHEAD)
+                       NSEG_P2, AHEAD, PIVOT_ROWS)
     else:
         _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
-                   part_f_ptr, arrive_ptr, tl.program_id(0), BLOCK, MERGE, NSEG_P2, AHEAD)
+                   part_f_ptr, arrive_ptr, tl.program_id(0), BLOCK, MERGE, NSEG_P2, AHEAD,
+                   PIVOT_ROWS)
 
 
 @triton.jit
 def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr, part_f_ptr,
                arrive_ptr, row, BLOCK: tl.constexpr, MERGE: tl.constexpr,
-               NSEG_P2: tl.constexpr, AHEAD: tl.constexpr):
+               NSEG_P2: tl.constexpr, AHEAD: tl.constexpr, PIVOT_ROWS: tl.constexpr):
     """:func:`wide_round_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -235,6 +236,10 @@ def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_pt
         # per-lane accumulators, reduced once after the loop (no cross-thread work per tile)
         lane_counts = tl.zeros([BLOCK, WAYS], dtype=tl.int32)
         lane_masses = tl.zeros([BLOCK, WAYS], dtype=tl.float32)
+        # PIVOT_ROWS: the same accumulators as (WAYS, BLOCK), so an entry stays in its
+        # thread's lane (the 1-D tile's layout) and is compared with all 16 pivots there
+        lane_counts_t = tl.zeros([WAYS, BLOCK], dtype=tl.int32)
+        lane_masses_t = tl.zeros([WAYS, BLOCK], dtype=tl.float32)
         lane_key_min = tl.full([BLOCK], KEY_MAX, tl.int32)
         lane_key_max = tl.full([BLOCK], KEY_NAN, tl.int32)
         lo32 = tl.maximum(lo, KEY_NAN).to(tl.int32)  # key > lo, as int32 (lo >= KEY_NAN - 1)
@@ -253,14 +258,23 @@ def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_pt
             x = x.to(tl.float32)
             key = rank_key(x, False)
             w = weights_of(x, row_max, inf_mode)
-            above = valid[:, None] & (key[:, None] > piv32[None, :])
-            lane_counts += above.to(tl.int32)
-            lane_masses += tl.where(above, w[:, None], 0.0)
+            if PIVOT_ROWS:
+                above_t = valid[None, :] & (key[None, :] > piv32[:, None])
+                lane_counts_t += above_t.to(tl.int32)
+                lane_masses_t += tl.where(above_t, w[None, :], 0.0)
+            else:
+                above = valid[:, None] & (key[:, None] > piv32[None, :])
+                lane_counts += above.to(tl.int32)
+                lane_masses += tl.where(above, w[:, None], 0.0)
             inside = valid & ((key > lo32) | (lo < KEY_NAN)) & (key <= hi)
             lane_key_min = tl.minimum(lane_key_min, tl.where(inside, key, KEY_MAX))
             lane_key_max = tl.maximum(lane_key_max, tl.where(inside, key, KEY_NAN))
-        counts = tl.sum(lane_counts, axis=0)
-        masses = tl.sum(lane_masses, axis=0)
+        if PIVOT_ROWS:
+            counts = tl.sum(lane_counts_t, axis=1)
+            masses = tl.sum(lane_masses_t, axis=1)
+        else:
+            counts = tl.sum(lane_counts, axis=0)
+            masses = tl.sum(lane_masses, axis=0)
         key_min = tl.min(lane_key_min, axis=0)
         key_max = tl.max(lane_key_max, axis=0)
         slot = row64 * nseg + seg
