@@ -1057,14 +1057,14 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
-if [[ $stage == s33b ]]; then  # next session, call 2 (~400 s warm): bfloat16 top-p with the keyed band's counting by float compares (widelean=1x0: sm90 SASS 395 -> 329 loop instructions per 256-entry tile), then fp32 with the packed appends alone and the band kernel's register limit (bandregs=128x0: 142 registers -> 128 with 48 B of stack; 4 programs per SM instead of 3), each against the default on the same inputs
-  for table in default widelean=1x0; do
+if [[ $stage == s33b ]]; then  # next session, call 2 (~470 s warm): bfloat16 top-p with the keyed band's counting by float compares (widelean=1x0: sm90 SASS 395 -> 329 loop instructions per 256-entry tile) and with the mask write ranking ties only where the budget ends (writecut=1x0: no block-wide count per tile elsewhere), then fp32 with writecut, the packed appends alone and the band kernel's register limit (bandregs=128x0: 142 registers -> 128 with 48 B of stack; 4 programs per SM instead of 3), each against the default on the same inputs
+  for table in default widelean=1x0 writecut=1x0; do
     PROF_BATCH=${PROF_B:-1,64,1024} PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-75}" \
       prof "bf16_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf,gaussian \
       $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
   done
-  for table in ${TABLES:-default widepacked=1x0 bandregs=128x0}; do
-    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-75}" \
+  for table in ${TABLES:-default writecut=1x0 widepacked=1x0 bandregs=128x0}; do
+    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-60}" \
       prof "t_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf \
       $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
   done
@@ -1077,7 +1077,7 @@ if [[ $stage == s33a ]]; then  # next session, call 1 (~450 s warm): the wide co
   done
   timeout "${WIDE_TESTS_S:-150}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
     tests/test_triton_masks.py tests/test_triton_primitives.py tests/test_triton_wide.py \
-    -k "append_modes or packed_prefix or lean or bound_values or pivot_rows" 2>&1 \
+    -k "append_modes or packed_prefix or lean or bound_values or pivot_rows or write_cut" 2>&1 \
     | tee "$OUT/pytest_knobs.log" | grep -E "^E  |passed|failed" | cut -c1-300 | head -20
 fi
 if [[ $stage == s32e ]]; then  # thirty-first session, call 5 (~370 s): the wide-stage tests with the interpreter's slots on the GPU (they used to assert interpreter-sized modes), the band placed by 2 warps (band=4096x2) against the default on the same inputs, then top_k k50 / k1000 at the new defaults (issue 4)

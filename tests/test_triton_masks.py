@@ -674,6 +674,57 @@ def test_wide_rounds_with_pivot_rows(monkeypatch):
         np.testing.assert_array_equal(stats[(True, *key)], stats[(False, *key)])
 
 
+def test_mask_write_cut_segments(monkeypatch):
+    """The mask write of wide rows with ``write_cut`` (the launch table's ``writecut``): a
+    segment whose copies of T are all kept, or none, keeps the entries at or above one key
+    without ranking them; only the segment where the tie budget ends ranks. The masks are the
+    oracle's and bit for bit the ranked write's, on rows whose T has one copy, rows whose T
+    has hundreds of copies across every segment with part of them kept (quantised rows,
+    float32 and bfloat16), and a row whose budget ends one short of a segment's copies; in and
+    out of place."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import pipeline
+
+    table = _small_slots_table()
+    writes = _site_launches(monkeypatch, pipeline.write_mask_kernel)
+    rng = np.random.default_rng(47)
+    V = 1003
+    # 300 entries at 0 and four copies of T = -1 (segments of 256: one in the first, two in
+    # the second, one in the third), the rest at -30; at p = 0.99695 the budget is 2, so it
+    # ends inside the second segment, one short of its copies (weights 1, e^-1, e^-30)
+    edge = np.full(V, -30.0, dtype=np.float32)
+    copies_at = [10, 300, 400, 600]
+    edge[rng.choice(np.setdiff1d(np.arange(V), copies_at), 300, replace=False)] = 0.0
+    edge[copies_at] = -1.0
+    x = np.concatenate([_wide_rows(rng, V),
+                        generators.quantised(generators.gaussian_logits(2, V, 2.0, rng), 3),
+                        edge[None, :]])
+    masks = {}
+    for cut in (False, True):
+        monkeypatch.setattr(launch_module, "pipeline_config",
+                            lambda V, dtype, cut=cut: replace(table(V, dtype), write_cut=cut))
+        for dtype in ("float32", "bfloat16"):
+            for p in (0.9, 0.99695):
+                for inplace in (False, True):
+                    out = run_and_check(x, dtype, None, p, inplace=inplace)
+                    masks[cut, dtype, p, inplace] = _host(out)
+        assert any(kwargs.get("CUT") is cut for _, _, kwargs in writes), writes
+    partial = 0
+    for (cut, dtype, p, inplace), mask in masks.items():
+        if cut:
+            np.testing.assert_array_equal(mask.view(np.int32),
+                                          masks[False, dtype, p, inplace].view(np.int32))
+            values = _host(_to_device(x, dtype))
+            kept = mask != -np.inf
+            for b in range(x.shape[0]):
+                t_value = values[b][kept[b]].min()
+                copies = values[b] == t_value
+                partial += 0 < (kept[b] & copies).sum() < copies.sum()
+    assert partial > 0  # some row keeps part of its copies of T (a ranked segment)
+
+
 @pytest.mark.parametrize("ahead", [(2, 3), (4, 2), (3, 4)])
 def test_tiles_in_flight_change_nothing(monkeypatch, ahead):
     """Tiles in flight per program in pass A and the wide stage's streams (``ahead``, the launch

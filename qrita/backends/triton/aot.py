@@ -313,6 +313,11 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         out["write_mask"] = _compile(pipeline.write_mask_kernel, sig,
                                      dict(INPLACE=False, BLOCK=block, CAP_SEG=cap_seg,
                                           NSEG_P2=nseg_p2), target, 4)
+        if flags["HAS_P"] and not flags["HAS_K"]:
+            # wide rows' segments written without ranking ties (``writecut``), in place
+            out["write_mask_cut"] = _compile(pipeline.write_mask_kernel, sig,
+                                             dict(INPLACE=True, BLOCK=1024, CAP_SEG=cap_seg,
+                                                  NSEG_P2=nseg_p2, CUT=True), target, 4)
     return out
 
 

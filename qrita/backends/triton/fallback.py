@@ -127,6 +127,22 @@ def write_span_decide(row_in, row_out, start, stop, V, T, budget, ties_before, f
 
 
 @triton.jit
+def write_span_from(row_in, row_out, start, stop, V, lowest, fill, BLOCK: tl.constexpr,
+                    SMALLEST: tl.constexpr):
+    """Read entries [start, min(stop, V)) and write each one whose rank key is at least
+    ``lowest`` (int32), or ``fill`` (in place safe): a span where every copy of T is kept
+    (``lowest`` = T) or none is (T + 1), so no copy is ranked and no tile counts them."""
+    out_ty = row_out.dtype.element_ty
+    fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
+    for off in range(start, stop, BLOCK):
+        offs = off + tl.arange(0, BLOCK)
+        valid = (offs < V) & (offs < stop)
+        x_raw = tl.load(row_in + offs, mask=valid, other=0.0)
+        kept = rank_key(x_raw.to(tl.float32), SMALLEST) >= lowest
+        tl.store(row_out + offs, tl.where(kept, x_raw.to(out_ty), fill_block), mask=valid)
+
+
+@triton.jit
 def write_row_decide(row_in, row_out, V, T, budget, fill, BLOCK: tl.constexpr,
                      SMALLEST: tl.constexpr):
     """Fallback output: read and write the whole row."""

@@ -122,8 +122,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or the wide
     compaction's append positions by one scan per tile (``widepacked=1x0``), or its interval
     tests by float compares (``widelean=1x0``), or the 16-way rounds' accumulators with the
-    pivots as rows (``roundrows=1x0``), or the band kernel's register limit (``bandregs=128x0``,
-    NVIDIA)."""
+    pivots as rows (``roundrows=1x0``), or the mask write's segments whose copies of T are all
+    kept or none written without ranking them (``writecut=1x0``), or the band kernel's register
+    limit (``bandregs=128x0``, NVIDIA)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -226,6 +227,9 @@ class PipelineConfig:
     wide_lean: bool = False
     # the 16-way rounds' per-lane accumulators as (16 pivots, tile) (``roundrows``)
     round_pivot_rows: bool = False
+    # the mask write of wide rows: a segment whose copies of T are all kept, or none, keeps
+    # the entries at or above one key, with no ranks and no count per tile (``writecut``)
+    write_cut: bool = False
     # a row stops narrowing once its interval holds at most this many entries (-1: never; the
     # launch table sets half the slots)
     wide_fit: int = -1
@@ -307,6 +311,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_packed = _table_override("widepacked", (0, 0))[0] == 1  # as on the GPU
         wide_lean = _table_override("widelean", (0, 0))[0] == 1  # as on the GPU
         round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1  # as on the GPU
+        write_cut = _table_override("writecut", (0, 0))[0] == 1  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
@@ -464,6 +469,12 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # barrier, registers 98 -> 72). The same counts; the masses' last reduction over the
         # lanes may group differently (fixed per (V, dtype) either way). Not yet timed: off
         round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1
+        # ``writecut=1x0``: the mask write of a wide row (mode 4) ranks the copies of T only in
+        # the segment where the tie budget ends; every other segment keeps all its copies or
+        # none, so it keeps the entries at or above one key, with no tie count per tile (a
+        # block-wide reduction: sm90 SASS at 1024 x 4, shared-memory stores, loads and
+        # barriers in every tile). The same entries. Not yet timed on a GPU: off
+        write_cut = _table_override("writecut", (0, 0))[0] == 1
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
         # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
@@ -553,6 +564,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_merge=round_merge, wide_packed=wide_packed,
                           wide_lean=wide_lean, round_pivot_rows=round_pivot_rows,
+                          write_cut=write_cut,
                           ahead=tuple(min(max(n, 1), 4) for n in ahead),
                           ahead_small=tuple(min(max(n, 1), 4) for n in ahead_small),
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -1325,7 +1337,8 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
         x, cand_val, cand_idx, seg_i, row_info, seg_before,
         vocab, x.stride(0), out.stride(0), cfg.seg_len, float(fill), out,
         INPLACE=out.data_ptr() == x.data_ptr(), BLOCK=cfg.block_write or cfg.block,
-        CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, num_warps=cfg.warps_write or cfg.warps_stream,
+        CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, CUT=cfg.write_cut,
+        num_warps=cfg.warps_write or cfg.warps_stream,
     )
     return out
 

@@ -24,6 +24,7 @@ from qrita.backends.triton.fallback import (
     write_row_decide,
     write_row_select,
     write_span_decide,
+    write_span_from,
 )
 from qrita.backends.triton.primitives import (  # noqa: I001
     KEY_FLOOR,
@@ -685,10 +686,14 @@ def write_mask_kernel(
     V, stride_x, stride_out, seg_len, fill,
     out_ptr,
     INPLACE: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
+    CUT: tl.constexpr = False,
 ):
     """Write one segment of the mask: fill, then the kept candidates (rows in mode 1); a copy
     (mode 0, out of place); read, decide and write every entry (mode 4, the wide stage's rows);
-    nothing for rows the fallback wrote (mode 2)."""
+    nothing for rows the fallback wrote (mode 2). CUT (mode 4): a segment whose copies of T
+    are all kept, or none (the wide stage's counts per segment, seg_before[..., 1]), keeps the
+    entries at or above one key with no rank and no count per tile (the same entries); only
+    the segment where the tie budget ends ranks its copies."""
     row = tl.program_id(0)
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -713,8 +718,17 @@ def write_mask_kernel(
         T = tl.load(row_i_ptr + row64 * ROW_I + 1)
         budget = tl.load(row_i_ptr + row64 * ROW_I + 2)
         ties_before = tl.load(seg_before_ptr + (row64 * nseg + seg) * 2)
-        write_span_decide(row_x, row_o, seg_start, seg_start + seg_len, V, T, budget,
-                          ties_before, fill, BLOCK, False)
+        ranked = True
+        if CUT:
+            # the segment's copies of T are all kept, or none: no ranks, no count per tile
+            seg_ties = tl.load(seg_before_ptr + (row64 * nseg + seg) * 2 + 1)
+            ranked = (ties_before < budget) & (ties_before + seg_ties > budget)
+            if not ranked:
+                write_span_from(row_x, row_o, seg_start, seg_start + seg_len, V,
+                                tl.where(ties_before >= budget, T + 1, T), fill, BLOCK, False)
+        if ranked:
+            write_span_decide(row_x, row_o, seg_start, seg_start + seg_len, V, T, budget,
+                              ties_before, fill, BLOCK, False)
     elif mode == 0:
         if not INPLACE:
             for off in range(0, seg_len, BLOCK):

@@ -538,12 +538,23 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
 
 
 @triton.jit
+def _store_ties(seg_before_ptr, row64, nseg, seg_ties, NSEG_P2: tl.constexpr):
+    """A mode-4 row's copies of T per segment, seg_ties (NSEG_P2,) int32 (0 past nseg): for
+    each segment the copies before it (seg_before[..., 0], the ranks the write continues from)
+    and its own (seg_before[..., 1]: a segment whose copies are all kept, or none, writes
+    without ranking them, ``write_mask_kernel``'s CUT)."""
+    segs = tl.arange(0, NSEG_P2)
+    at = (row64 * nseg + segs) * 2
+    tl.store(seg_before_ptr + at, tl.cumsum(seg_ties, axis=0) - seg_ties, mask=segs < nseg)
+    tl.store(seg_before_ptr + at + 1, seg_ties, mask=segs < nseg)
+
+
+@triton.jit
 def _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg, lo, hi,
                       cnt_hi, mass_hi, target, row_max, inf_mode, zero_i,
                       CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr):
     """Every entry of (lo, hi] is in the candidate slots: search and count ties there (mode 4)."""
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
-    segs = tl.arange(0, NSEG_P2)
     j = tl.arange(0, CAP)
     seg_of = j // CAP_SEG
     cnt = tl.load(seg_i_ptr + (row64 * nseg + seg_of) * SEG_I, mask=seg_of < nseg, other=0)
@@ -561,8 +572,7 @@ def _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg
     w_t = tl.max(tl.where(at_t, cw, 0.0), axis=0)
     budget = top_p_budget(target, mass_gt, w_t, copies)
     seg_ties = tl.sum(tl.reshape(at_t.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
-    tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_ties, axis=0)
-             - seg_ties, mask=segs < nseg)
+    _store_ties(seg_before_ptr, row64, nseg, seg_ties, NSEG_P2)
     tl.store(info + 0, 4)
     tl.store(info + 1, T)
     tl.store(info + 2, budget)
@@ -573,12 +583,10 @@ def _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, hi, copies, mass
                     row_max, inf_mode, NSEG_P2: tl.constexpr):
     """One key left whose copies overflow the slots: every copy is T, and the compaction counted
     each segment's copies (past the capacity too)."""
-    segs = tl.arange(0, NSEG_P2)
     T = hi.to(tl.int32)
     w_t = weights_of(key_to_value(T), row_max, inf_mode)
     budget = top_p_budget(target, mass_hi, w_t, copies)
-    tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_cnt, axis=0) - seg_cnt,
-             mask=segs < nseg)
+    _store_ties(seg_before_ptr, row64, nseg, seg_cnt, NSEG_P2)
     tl.store(info + 0, 4)
     tl.store(info + 1, T)
     tl.store(info + 2, budget)
@@ -623,10 +631,8 @@ def _finish_keyed(part_i_ptr, info, seg_before_ptr, row64, nseg, first_value, ma
     T = value_key(first_value + t_bin, KEY_SHIFT)
     w_t = weights_of(key_to_value(T), row_max, inf_mode)
     budget = top_p_budget(target, mass_gt, w_t, copies)
-    segs = tl.arange(0, NSEG_P2)
     seg_ties = tl.sum(tl.where(at_t[None, :], seg_counts, 0), axis=1)
-    tl.store(seg_before_ptr + (row64 * nseg + segs) * 2, tl.cumsum(seg_ties, axis=0) - seg_ties,
-             mask=segs < nseg)
+    _store_ties(seg_before_ptr, row64, nseg, seg_ties, NSEG_P2)
     tl.store(info + 0, 4)
     tl.store(info + 1, T)
     tl.store(info + 2, budget)
