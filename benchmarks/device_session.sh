@@ -84,6 +84,15 @@ prof() {
     --scenarios "$scen" 2>&1 \
     | grep -v Warn | grep -E "zipf|gaussian" | cut -c1-400
 }
+# prof_tables PREFIX SCEN WL TABLE...: prof of each launch table (QRITA_LAUNCH_TABLE;
+# "default": none) on the same inputs, named PREFIX + the table
+prof_tables() {
+  local prefix=$1 scen=$2 wl=$3 table; shift 3
+  for table in "$@"; do
+    prof "${prefix}$(echo "$table" | tr '=,' '__')" "$scen" "$wl" \
+      $([[ $table == default ]] || echo "QRITA_LAUNCH_TABLE=$table")
+  done
+}
 profile_knobs() {
   local wl=$1 scen_default=$2 scen_knob=$3 env name scen; shift 3
   for env in "$@"; do
@@ -1058,23 +1067,17 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
 fi
 if [[ $stage == s33b ]]; then  # next session, call 2 (~470 s warm): bfloat16 top-p with the keyed band's counting by float compares (widelean=1x0: sm90 SASS 395 -> 329 loop instructions per 256-entry tile) and with the mask write ranking ties only where the budget ends (writecut=1x0: no block-wide count per tile elsewhere), then fp32 with writecut, the packed appends alone and the band kernel's register limit (bandregs=128x0: 142 registers -> 128 with 48 B of stack; 4 programs per SM instead of 3), each against the default on the same inputs
-  for table in default widelean=1x0 writecut=1x0; do
-    PROF_BATCH=${PROF_B:-1,64,1024} PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-75}" \
-      prof "bf16_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf,gaussian \
-      $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
-  done
-  for table in ${TABLES:-default writecut=1x0 widepacked=1x0 bandregs=128x0}; do
-    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-60}" \
-      prof "t_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf \
-      $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
-  done
+  PROF_BATCH=${PROF_B:-1,64,1024} PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-75}" \
+    prof_tables bf16_ topp0.9,topp0.99 zipf,gaussian default widelean=1x0 writecut=1x0
+  # shellcheck disable=SC2086
+  PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-60}" prof_tables t_ topp0.9,topp0.99 zipf \
+    ${TABLES:-default writecut=1x0 widepacked=1x0 bandregs=128x0}
 fi
 if [[ $stage == s33a ]]; then  # next session, call 1 (~450 s warm): the wide compaction's interval tests by float compares (widelean=1x0; sm90 SASS at 128 x 1 FLAT fp32: 262 -> 234 loop instructions per tile), with its append positions by one packed scan per tile too (widepacked=1x0,widelean=1x0: 200), and the 16-way rounds' accumulators as (16 pivots, tile) (roundrows=1x0: no shared-memory round trip and 4 barriers per tile, 180 -> 145 instructions) against the default on the same inputs, fp32 top-p, then their tests on the GPU (bit-equal statistics with and without each)
-  for table in ${TABLES:-default widelean=1x0 widepacked=1x0,widelean=1x0 roundrows=1x0}; do
-    PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-75}" \
-      prof "t_$(echo $table | tr '=,' '__')" topp0.9,topp0.99 zipf,gaussian \
-      $([[ $table == default ]] || echo QRITA_LAUNCH_TABLE=$table)
-  done
+  # shellcheck disable=SC2086
+  PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-75}" \
+    prof_tables t_ topp0.9,topp0.99 zipf,gaussian \
+    ${TABLES:-default widelean=1x0 widepacked=1x0,widelean=1x0 roundrows=1x0}
   timeout "${WIDE_TESTS_S:-150}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
     tests/test_triton_masks.py tests/test_triton_primitives.py tests/test_triton_wide.py \
     -k "append_modes or packed_prefix or lean or bound_values or pivot_rows or write_cut" 2>&1 \
