@@ -11,7 +11,13 @@ import pytest
 from _triton_env import DEVICE, torch, triton  # first: sets up triton
 
 from qrita.backends.triton import wide  # noqa: E402
-from qrita.backends.triton.primitives import key_to_value, order_key  # noqa: E402
+from qrita.backends.triton.primitives import (  # noqa: E402
+    KEY_FLOOR,
+    KEY_INF,
+    KEY_NAN,
+    key_to_value,
+    order_key,
+)
 from qrita.reference.keys import order_key as order_key_host  # noqa: E402
 
 tl = triton.language
@@ -126,7 +132,6 @@ def _lean_intervals(x: np.ndarray, rng: np.random.Generator, key_shift: int) -> 
     """(B, 2) int64 intervals (lo, hi], one per row: around the row's own keys (+-1, so the
     ends fall on, above and below occupied keys), from NaN's key, at key -1 (no float's), 0,
     +inf's key; 16-bit rows also get bands of a few values (the keyed band: counted)."""
-    KEY_NAN, KEY_FLOOR, KEY_INF = -(2**31), -2139095041, 2139095040
     B = x.shape[0]
     out = np.empty((B, 2), dtype=np.int64)
     fixed = [(KEY_NAN - 1, KEY_INF), (KEY_NAN - 1, -1), (-2, 0), (-1, KEY_INF),

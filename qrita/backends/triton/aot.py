@@ -223,17 +223,15 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample, KEY_SHIFT=key_shift),
             target, 4)
-        out["wide_round"] = _compile(wide.wide_round_kernel, {
+        round_sig = {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
             "stride_x": "i64", "seg_len": "i32", "fit": "i32", "part_i_ptr": "*i32",
-            "part_f_ptr": "*fp32", "miss_ptr": "*i32", "arrive_ptr": "*i32"},
+            "part_f_ptr": "*fp32", "miss_ptr": "*i32", "arrive_ptr": "*i32"}
+        out["wide_round"] = _compile(wide.wide_round_kernel, round_sig,
             dict(BLOCK=128, LISTED=True, MERGE=True, NSEG_P2=nseg_p2, AHEAD=4), target, 4)
         if dtype == ALL_VARIANTS_DTYPE:
             # the accumulators as (16 pivots, tile) (``roundrows``), one row per program
-            out["wide_round_pivot_rows"] = _compile(wide.wide_round_kernel, {
-                "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-                "stride_x": "i64", "seg_len": "i32", "fit": "i32", "part_i_ptr": "*i32",
-                "part_f_ptr": "*fp32", "miss_ptr": "*i32", "arrive_ptr": "*i32"},
+            out["wide_round_pivot_rows"] = _compile(wide.wide_round_kernel, round_sig,
                 dict(BLOCK=128, LISTED=False, MERGE=False, NSEG_P2=nseg_p2, AHEAD=1,
                      PIVOT_ROWS=True), target, 4)
         out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
@@ -250,13 +248,14 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         out["hist_band_merge"] = _compile(hist_band.hist_band_merge_kernel, {
             "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "bin_counts_ptr": "*i32", "V": "i32",
             "limit": "i32"}, dict(NB=512, STEPS=10), target, 4)
+        compact_sig = {
+            "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+            "stride_x": "i64", "seg_len": "i32", "cand_val_ptr": "*fp32",
+            "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
+            "part_f_ptr": "*fp32", "miss_ptr": "*i32"}
         for band in (True, False):
             tag = "_band" if band else ""
-            out["wide_compact" + tag] = _compile(wide.wide_compact_kernel, {
-                "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-                "stride_x": "i64", "seg_len": "i32", "cand_val_ptr": "*fp32",
-                "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
-                "part_f_ptr": "*fp32", "miss_ptr": "*i32"},
+            out["wide_compact" + tag] = _compile(wide.wide_compact_kernel, compact_sig,
                 dict(BLOCK=1024, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, BAND=band,
                      FLAT=dtype == "float32",  # FLAT lanes: the float32 table's (wide_flat)
                      KEY_SHIFT=key_shift if band else 0, LISTED=not band,
@@ -265,11 +264,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             if not band and dtype == ALL_VARIANTS_DTYPE:
                 # the interval tests by float compares (``widelean``) after the rounds (the
                 # 16-bit loads build in the band's variant below)
-                out["wide_compact_lean"] = _compile(wide.wide_compact_kernel, {
-                    "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-                    "stride_x": "i64", "seg_len": "i32", "cand_val_ptr": "*fp32",
-                    "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
-                    "part_f_ptr": "*fp32", "miss_ptr": "*i32"},
+                out["wide_compact_lean"] = _compile(wide.wide_compact_kernel, compact_sig,
                     dict(BLOCK=128, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=8, BAND=False,
                          FLAT=dtype == "float32", KEY_SHIFT=0, LISTED=True, AHEAD=3,
                          LEAN=True),
@@ -278,11 +273,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 # the append positions by one packed scan per tile (``widepacked``) and the
                 # interval tests by float compares (``widelean``), in the one-warp tiles of
                 # the GPU table
-                out["wide_compact_band_packed_lean"] = _compile(wide.wide_compact_kernel, {
-                    "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-                    "stride_x": "i64", "seg_len": "i32", "cand_val_ptr": "*fp32",
-                    "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
-                    "part_f_ptr": "*fp32", "miss_ptr": "*i32"},
+                out["wide_compact_band_packed_lean"] = _compile(wide.wide_compact_kernel, compact_sig,
                     dict(BLOCK=128 if dtype == "float32" else 256, CAP_SEG=cap_seg,
                          NSEG_P2=nseg_p2, SPARSE=0, BAND=True, FLAT=dtype == "float32",
                          KEY_SHIFT=key_shift, LISTED=False, AHEAD=1, PACKED=True,
