@@ -732,8 +732,7 @@ def test_mask_band_write(monkeypatch):
     missed is written whole. The masks are the oracle's and bit for bit those without it, in
     and out of place (in place it changes nothing), float32 and bfloat16, on rows that finish
     on a compacted band, on a keyed band, or take the rounds; rows with NaN and -inf entries
-    and ties at T; fill -inf and a finite fill; with ``writecut`` too (a keyed band's segments
-    whose copies of T are all kept, or none, not ranked)."""
+    and ties at T; fill -inf and a finite fill."""
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
@@ -749,10 +748,10 @@ def test_mask_band_write(monkeypatch):
     x = np.concatenate([_wide_rows(rng, V), odd,
                         generators.quantised(generators.gaussian_logits(2, V, 2.0, rng), 3)])
     masks, finished = {}, {}
-    for band_write, cut in ((False, False), (True, False), (True, True)):
+    for band_write in (False, True):
         monkeypatch.setattr(launch_module, "pipeline_config",
-                            lambda V, dtype, on=band_write, cut=cut: replace(
-                                table(V, dtype), band_write=on, write_cut=cut))
+                            lambda V, dtype, on=band_write: replace(table(V, dtype),
+                                                                   band_write=on))
         for dtype in ("float32", "bfloat16"):
             for p in (0.9, 0.99):
                 for inplace, fill in ((False, float("-inf")), (False, -5.0), (True, -5.0)):
@@ -760,7 +759,7 @@ def test_mask_band_write(monkeypatch):
                                         device=DEVICE)
                     out = run_and_check(x, dtype, None, p, inplace=inplace, fill=fill,
                                         stats=stats)
-                    masks[band_write, cut, dtype, p, inplace, fill] = _host(out)
+                    masks[band_write, dtype, p, inplace, fill] = _host(out)
                     stats = stats.cpu().numpy()
                     finished[dtype, p] = (stats[:, 0] == 4) & (stats[:, 13] == 1)
                     assert (stats[:, 4] > 0).any() or p == 0.9, stats  # rounds taken too
@@ -770,11 +769,11 @@ def test_mask_band_write(monkeypatch):
     assert any(kw["WRITE"] for kw in compactions)
     for dtype in ("float32", "bfloat16"):
         assert finished[dtype, 0.9].sum() >= 3, finished
-    for (band_write, cut, dtype, p, inplace, fill), mask in masks.items():
+    for (band_write, dtype, p, inplace, fill), mask in masks.items():
         if band_write:
             np.testing.assert_array_equal(
-                mask.view(np.int32), masks[False, False, dtype, p, inplace, fill].view(np.int32),
-                err_msg=f"cut={cut} {dtype} p={p} inplace={inplace} fill={fill}")
+                mask.view(np.int32), masks[False, dtype, p, inplace, fill].view(np.int32),
+                err_msg=f"{dtype} p={p} inplace={inplace} fill={fill}")
 
 
 @pytest.mark.parametrize("ahead", [(2, 3), (4, 2), (3, 4)])

@@ -151,23 +151,6 @@ def write_band_decide(row_in, row_out, start, stop, V, T, budget, ties_before, f
 
 
 @triton.jit
-def write_band_from(row_in, row_out, start, stop, V, lowest, first, last, fill,
-                    BLOCK: tl.constexpr):
-    """:func:`write_band_decide` for a span whose copies of T are all kept (``lowest`` = T) or
-    none (T + 1): the band's entries kept where their rank key is at least ``lowest``, no
-    copy ranked, no count per tile."""
-    out_ty = row_out.dtype.element_ty
-    fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
-    for off in range(start, stop, BLOCK):
-        offs = off + tl.arange(0, BLOCK)
-        valid = (offs < V) & (offs < stop)
-        x_raw = tl.load(row_in + offs, mask=valid, other=0.0)
-        key = rank_key(x_raw.to(tl.float32), False)
-        inside = valid & (key >= first) & (key <= last)
-        tl.store(row_out + offs, tl.where(key >= lowest, x_raw, fill_block), mask=inside)
-
-
-@triton.jit
 def write_span_from(row_in, row_out, start, stop, V, lowest, fill, BLOCK: tl.constexpr,
                     SMALLEST: tl.constexpr):
     """Read entries [start, min(stop, V)) and write each one whose rank key is at least

@@ -22,7 +22,6 @@ from qrita.backends.triton.fallback import (
     keep_decision,
     top_p_budget,
     write_band_decide,
-    write_band_from,
     write_row_decide,
     write_row_select,
     write_span_decide,
@@ -685,16 +684,14 @@ def segment_kept(cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_pt
 
 
 @triton.jit
-def write_band_entries(row_x, row_o, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr,
-                       seg_before_ptr, row64, seg, nseg, V, seg_len, T, budget, ties_before, fill,
-                       BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
-                       KEY_SHIFT: tl.constexpr, CUT: tl.constexpr):
+def write_band_entries(row_x, row_o, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row64, seg,
+                       nseg, V, seg_len, T, budget, ties_before, fill, BLOCK: tl.constexpr,
+                       CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, KEY_SHIFT: tl.constexpr):
     """One segment's entries of the band (row_i[5:7] = (b_lo + 1, b_hi)) of a row the band
     finished, each kept or ``fill`` (``write_mask_kernel``'s BAND_WRITTEN): from the segment's
     slots, which hold every band entry of it in index order unless it overflowed (their values
     as the row holds them: float32 slots are exact, other dtypes are re-read by index), else
-    (overflow, or a keyed band, which is counted, not copied) by reading the segment; with
-    CUT a segment whose copies of T are all kept, or none, ranks none of them."""
+    (overflow, or a keyed band, which is counted, not copied) by reading the segment."""
     b_lo = tl.load(row_i_ptr + row64 * ROW_I + 5).to(tl.int64) - 1
     b_hi = tl.load(row_i_ptr + row64 * ROW_I + 6).to(tl.int64)
     keyed = b_lo < b_lo  # (False)
@@ -719,17 +716,8 @@ def write_band_entries(row_x, row_o, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_
     else:
         first, last = int32_bounds(b_lo, b_hi)
         seg_start = seg * seg_len
-        ranked = True
-        if CUT:
-            seg_ties = tl.load(seg_before_ptr + slot * 2 + 1)
-            ranked = (ties_before < budget) & (ties_before + seg_ties > budget)
-            if not ranked:
-                write_band_from(row_x, row_o, seg_start, seg_start + seg_len, V,
-                                tl.where(ties_before >= budget, T + 1, T), first, last, fill,
-                                BLOCK)
-        if ranked:
-            write_band_decide(row_x, row_o, seg_start, seg_start + seg_len, V, T, budget,
-                              ties_before, first, last, fill, BLOCK)
+        write_band_decide(row_x, row_o, seg_start, seg_start + seg_len, V, T, budget,
+                          ties_before, first, last, fill, BLOCK)
 
 
 @triton.jit
@@ -779,8 +767,8 @@ def write_mask_kernel(
             band_done = tl.load(row_i_ptr + row64 * ROW_I + 13) == 1
         if band_done:
             write_band_entries(row_x, row_o, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr,
-                               seg_before_ptr, row64, seg, nseg, V, seg_len, T, budget,
-                               ties_before, fill, BLOCK, CAP_SEG, NSEG_P2, KEY_SHIFT, CUT)
+                               row64, seg, nseg, V, seg_len, T, budget, ties_before, fill,
+                               BLOCK, CAP_SEG, NSEG_P2, KEY_SHIFT)
         else:
             ranked = True
             if CUT:
