@@ -725,57 +725,6 @@ def test_mask_write_cut_segments(monkeypatch):
     assert partial > 0  # some row keeps part of its copies of T (a ranked segment)
 
 
-def test_mask_band_write(monkeypatch):
-    """The band's compaction writing the mask outside the band (the launch table's
-    ``bandwrite``, out of place): a row the band finishes is then written by its band's entries
-    only (scattered from the slots, or read and decided for a keyed 16-bit band); a row the band
-    missed is written whole. The masks are the oracle's and bit for bit those without it, in
-    and out of place (in place it changes nothing), float32 and bfloat16, on rows that finish
-    on a compacted band, on a keyed band, or take the rounds; rows with NaN and -inf entries
-    and ties at T; fill -inf and a finite fill."""
-    from dataclasses import replace
-
-    from qrita.backends.triton import launch as launch_module
-    from qrita.backends.triton import pipeline, wide
-
-    table = _small_slots_table()
-    launches = _site_launches(monkeypatch, pipeline.write_mask_kernel, wide.wide_compact_kernel)
-    rng = np.random.default_rng(53)
-    V = 1003
-    odd = generators.zipf_logits(2, V, 1.1, rng)
-    odd[0, rng.permutation(V)[:25]] = np.nan
-    odd[1, rng.permutation(V)[:40]] = -np.inf
-    x = np.concatenate([_wide_rows(rng, V), odd,
-                        generators.quantised(generators.gaussian_logits(2, V, 2.0, rng), 3)])
-    masks, finished = {}, {}
-    for band_write in (False, True):
-        monkeypatch.setattr(launch_module, "pipeline_config",
-                            lambda V, dtype, on=band_write: replace(table(V, dtype),
-                                                                   band_write=on))
-        for dtype in ("float32", "bfloat16"):
-            for p in (0.9, 0.99):
-                for inplace, fill in ((False, float("-inf")), (False, -5.0), (True, -5.0)):
-                    stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32,
-                                        device=DEVICE)
-                    out = run_and_check(x, dtype, None, p, inplace=inplace, fill=fill,
-                                        stats=stats)
-                    masks[band_write, dtype, p, inplace, fill] = _host(out)
-                    stats = stats.cpu().numpy()
-                    finished[dtype, p] = (stats[:, 0] == 4) & (stats[:, 13] == 1)
-                    assert (stats[:, 4] > 0).any() or p == 0.9, stats  # rounds taken too
-    writes = [kw for kernel, _, kw in launches if kernel is pipeline.write_mask_kernel]
-    compactions = [kw for kernel, _, kw in launches if kernel is wide.wide_compact_kernel]
-    assert any(kw["BAND_WRITTEN"] for kw in writes) and not all(kw["BAND_WRITTEN"] for kw in writes)
-    assert any(kw["WRITE"] for kw in compactions)
-    for dtype in ("float32", "bfloat16"):
-        assert finished[dtype, 0.9].sum() >= 3, finished
-    for (band_write, dtype, p, inplace, fill), mask in masks.items():
-        if band_write:
-            np.testing.assert_array_equal(
-                mask.view(np.int32), masks[False, dtype, p, inplace, fill].view(np.int32),
-                err_msg=f"{dtype} p={p} inplace={inplace} fill={fill}")
-
-
 @pytest.mark.parametrize("ahead", [(2, 3), (4, 2), (3, 4)])
 def test_tiles_in_flight_change_nothing(monkeypatch, ahead):
     """Tiles in flight per program in pass A and the wide stage's streams (``ahead``, the launch

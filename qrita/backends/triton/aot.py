@@ -250,10 +250,9 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             "limit": "i32"}, dict(NB=512, STEPS=10), target, 4)
         compact_sig = {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-            "stride_x": "i64", "seg_len": "i32", "stride_out": "i64", "fill": "fp32",
-            "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32",
-            "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "miss_ptr": "*i32",
-            "out_ptr": f"*{ty}"}
+            "stride_x": "i64", "seg_len": "i32", "cand_val_ptr": "*fp32",
+            "cand_idx_ptr": "*i32", "seg_i_ptr": "*i32", "part_i_ptr": "*i32",
+            "part_f_ptr": "*fp32", "miss_ptr": "*i32"}
         for band in (True, False):
             tag = "_band" if band else ""
             out["wide_compact" + tag] = _compile(wide.wide_compact_kernel, compact_sig,
@@ -279,12 +278,6 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                          NSEG_P2=nseg_p2, SPARSE=0, BAND=True, FLAT=dtype == "float32",
                          KEY_SHIFT=key_shift, LISTED=False, AHEAD=1, PACKED=True,
                          LEAN=True),
-                    target, 1)
-                # the mask outside the band written by the band's compaction (``bandwrite``)
-                out["wide_compact_band_write"] = _compile(wide.wide_compact_kernel, compact_sig,
-                    dict(BLOCK=128 if dtype == "float32" else 256, CAP_SEG=cap_seg,
-                         NSEG_P2=nseg_p2, SPARSE=0, BAND=True, FLAT=dtype == "float32",
-                         KEY_SHIFT=key_shift, LISTED=False, AHEAD=1, LEAN=True, WRITE=True),
                     target, 1)
             out["wide_search" + tag] = _compile(wide.wide_search_kernel, {
                 "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
@@ -316,11 +309,6 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             out["write_mask_cut"] = _compile(pipeline.write_mask_kernel, sig,
                                              dict(INPLACE=True, BLOCK=1024, CAP_SEG=cap_seg,
                                                   NSEG_P2=nseg_p2, CUT=True), target, 4)
-            # only the band's entries of the rows the band finished (``bandwrite``)
-            out["write_mask_band"] = _compile(pipeline.write_mask_kernel, sig,
-                                              dict(INPLACE=False, BLOCK=1024, CAP_SEG=cap_seg,
-                                                   NSEG_P2=nseg_p2, CUT=True, BAND_WRITTEN=True,
-                                                   KEY_SHIFT=key_shift), target, 4)
     return out
 
 

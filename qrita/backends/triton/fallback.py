@@ -127,30 +127,6 @@ def write_span_decide(row_in, row_out, start, stop, V, T, budget, ties_before, f
 
 
 @triton.jit
-def write_band_decide(row_in, row_out, start, stop, V, T, budget, ties_before, first, last, fill,
-                      BLOCK: tl.constexpr):
-    """Read entries [start, min(stop, V)) and write those whose rank key (largest first) lies in
-    the band [first, last] (int32), each kept or ``fill``: a band that holds T, every copy of T
-    in it, so the copies are ranked as :func:`write_span_decide` ranks them; the entries outside
-    were written before (``wide.write_outside_band``). Out of place only."""
-    out_ty = row_out.dtype.element_ty
-    fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ty)
-    ties_before = budget * 0 + ties_before
-    for off in range(start, stop, BLOCK):
-        offs = off + tl.arange(0, BLOCK)
-        valid = (offs < V) & (offs < stop)
-        x_raw = tl.load(row_in + offs, mask=valid, other=0.0)
-        key = rank_key(x_raw.to(tl.float32), False)
-        inside = valid & (key >= first) & (key <= last)
-        kept = inside & (key > T)
-        n_ties = tl.sum((inside & (key == T)).to(tl.int32), axis=0)
-        if n_ties > 0:
-            kept, n_ties = keep_decision(key, inside, T, budget, ties_before)
-        tl.store(row_out + offs, tl.where(kept, x_raw, fill_block), mask=inside)
-        ties_before += n_ties
-
-
-@triton.jit
 def write_span_from(row_in, row_out, start, stop, V, lowest, fill, BLOCK: tl.constexpr,
                     SMALLEST: tl.constexpr):
     """Read entries [start, min(stop, V)) and write each one whose rank key is at least

@@ -230,9 +230,6 @@ class PipelineConfig:
     # the mask write of wide rows: a segment whose copies of T are all kept, or none, keeps
     # the entries at or above one key, with no ranks and no count per tile (``writecut``)
     write_cut: bool = False
-    # out of place: the band's compaction also writes the mask outside the band, so the write
-    # of a row the band finished writes only the band's entries (``bandwrite``)
-    band_write: bool = False
     # a row stops narrowing once its interval holds at most this many entries (-1: never; the
     # launch table sets half the slots)
     wide_fit: int = -1
@@ -315,7 +312,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_lean = _table_override("widelean", (0, 0))[0] == 1  # as on the GPU
         round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1  # as on the GPU
         write_cut = _table_override("writecut", (0, 0))[0] == 1  # as on the GPU
-        band_write = _table_override("bandwrite", (0, 0))[0] == 1  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
@@ -479,15 +475,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # block-wide reduction: sm90 SASS at 1024 x 4, shared-memory stores, loads and
         # barriers in every tile). The same entries. Not yet timed on a GPU: off
         write_cut = _table_override("writecut", (0, 0))[0] == 1
-        # ``bandwrite=1x0`` (out of place): the band's compaction, which reads every entry of
-        # a wide row, also writes the mask's entries outside the band (the value above it,
-        # ``fill`` below: the mask wherever the band holds T, ~95% of wide rows), so the mask
-        # write of a row the band finished writes only the band's entries: from the slots
-        # (float32: no read of the row) or, for a keyed band or an overflowing segment, by
-        # reading the segment and writing the band's entries only. A missed row is written
-        # whole as before. H200 B = 1024 fp32 zipf topp0.9: the write took 269 us (read and
-        # write of every entry). The same entries; not yet timed on a GPU: off
-        band_write = _table_override("bandwrite", (0, 0))[0] == 1
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
         # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
@@ -577,7 +564,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_merge=round_merge, wide_packed=wide_packed,
                           wide_lean=wide_lean, round_pivot_rows=round_pivot_rows,
-                          write_cut=write_cut, band_write=band_write,
+                          write_cut=write_cut,
                           ahead=tuple(min(max(n, 1), 4) for n in ahead),
                           ahead_small=tuple(min(max(n, 1), 4) for n in ahead_small),
                           round_split=round_split if seg_len % (round_split * block_round) == 0
@@ -632,8 +619,7 @@ def _tile_in_segment(tile: int, seg_len: int) -> int:
 def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
           smallest: bool, select: bool, wide: bool, retry: bool,
           small: bool = False, small_batch: bool = False,
-          listed: bool = False, ahead: tuple[int, int] = (1, 1),
-          inplace: bool = False) -> dict[str, dict]:
+          listed: bool = False, ahead: tuple[int, int] = (1, 1)) -> dict[str, dict]:
     """The constexpr / launch-option keyword arguments of each launch of one call, built once
     per (config, argument kinds): every call runs this host code, so it is kept out of it."""
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
@@ -680,9 +666,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        LISTED=listed and not band, AHEAD=ahead[1],
                                        PACKED=cfg.wide_packed and cfg.wide_flat
                                        and block_c % 32 == 0 and block_c <= 256,
-                                       LEAN=cfg.wide_lean,
-                                       WRITE=band and cfg.band_write and not inplace,
-                                       num_warps=warps_c)
+                                       LEAN=cfg.wide_lean, num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
@@ -757,9 +741,8 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # tiles in flight per program in pass A and the wide stage's streams (``ahead``,
     # ``aheadsmall`` at batches of at most SMALL_BATCH_ROWS): no sum depends on them
     ahead = cfg.ahead_small if batch <= SMALL_BATCH_ROWS else cfg.ahead
-    inplace = out is not None and out.data_ptr() == x.data_ptr()
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                 retry, small, small_batch, listed, ahead, inplace)
+                 retry, small, small_batch, listed, ahead)
     k_ptr = k if k_array else seg_i
     p_ptr = p if p_array else seg_f
     k_scalar = 0 if (k is None or k_array) else int(k)
@@ -774,7 +757,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                      *map(_SPEC, (x, k_ptr, p_ptr, vocab, stride_x, k_scalar)),
                      _SPEC(out.stride(0)) if out is not None else None,
                      *map(_SPEC, (out, sel_val, sel_idx, *ws.values())),
-                     inplace))
+                     out is not None and out.data_ptr() == x.data_ptr()))
     launch_site((site, "cutoff"), cutoff_kernel, (batch,),
                 x, k_ptr, p_ptr, vocab, stride_x, k_scalar, p_scalar, cfg.max_cands, cutoff,
                 **plan["cutoff"])
@@ -801,9 +784,8 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         def compact_and_search(band: bool):
             rows = batch if band else list_programs
             launch_site((site, "compact", band), wide_compact_kernel, (rows, cfg.nseg),
-                        x, row_info, row_f, vocab, stride_x, cfg.seg_len, out.stride(0),
-                        float(fill), cand_val, cand_idx, seg_i, part_i, part_f, miss, out,
-                        **plan[f"compact_{band}"])
+                        x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
+                        seg_i, part_i, part_f, miss, **plan[f"compact_{band}"])
             launch_site((site, "search", band), wide_search_kernel, (rows,),
                         x, cand_val, cand_idx, seg_i, row_info, row_f, part_i, part_f, vocab,
                         stride_x, out.stride(0), float(fill), cfg.nseg, out, seg_before, miss,
@@ -1356,7 +1338,6 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
         vocab, x.stride(0), out.stride(0), cfg.seg_len, float(fill), out,
         INPLACE=out.data_ptr() == x.data_ptr(), BLOCK=cfg.block_write or cfg.block,
         CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, CUT=cfg.write_cut,
-        BAND_WRITTEN=cfg.band_write and out.data_ptr() != x.data_ptr(), KEY_SHIFT=cfg.key_shift,
         num_warps=cfg.warps_write or cfg.warps_stream,
     )
     return out

@@ -21,7 +21,6 @@ from qrita.backends.triton.fallback import (
     full_row_search,
     keep_decision,
     top_p_budget,
-    write_band_decide,
     write_row_decide,
     write_row_select,
     write_span_decide,
@@ -35,9 +34,7 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     SEARCH_SPLIT_ROWS,
     compact_tile,
     count_search_radix,
-    int32_bounds,
     key_to_value,
-    keyed_band,
     rank_key,
     retry_cutoff_key,
     sample_cutoff_key,
@@ -684,60 +681,19 @@ def segment_kept(cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_pt
 
 
 @triton.jit
-def write_band_entries(row_x, row_o, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row64, seg,
-                       nseg, V, seg_len, T, budget, ties_before, fill, BLOCK: tl.constexpr,
-                       CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, KEY_SHIFT: tl.constexpr):
-    """One segment's entries of the band (row_i[5:7] = (b_lo + 1, b_hi)) of a row the band
-    finished, each kept or ``fill`` (``write_mask_kernel``'s BAND_WRITTEN): from the segment's
-    slots, which hold every band entry of it in index order unless it overflowed (their values
-    as the row holds them: float32 slots are exact, other dtypes are re-read by index), else
-    (overflow, or a keyed band, which is counted, not copied) by reading the segment."""
-    b_lo = tl.load(row_i_ptr + row64 * ROW_I + 5).to(tl.int64) - 1
-    b_hi = tl.load(row_i_ptr + row64 * ROW_I + 6).to(tl.int64)
-    keyed = b_lo < b_lo  # (False)
-    if KEY_SHIFT > 0:
-        first_value, keyed = keyed_band(b_lo, b_hi, KEY_SHIFT)
-    slot = row64 * nseg + seg
-    n = tl.load(seg_i_ptr + slot * SEG_I)
-    if (not keyed) & (n <= CAP_SEG):
-        out_ty = row_o.dtype.element_ty
-        cand_slot = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
-        offs = tl.arange(0, CAP_SEG)
-        member = offs < n
-        cx = tl.load(cand_val_ptr + cand_slot + offs, mask=member, other=0.0)
-        cidx = tl.load(cand_idx_ptr + cand_slot + offs, mask=member, other=0)
-        kept, n_ties = keep_decision(rank_key(cx, False), member, T, budget, ties_before)
-        if out_ty == tl.float32:
-            value = cx
-        else:
-            value = tl.load(row_x + cidx, mask=kept, other=0.0)
-        fill_block = (tl.zeros([CAP_SEG], tl.float32) + fill).to(out_ty)
-        tl.store(row_o + cidx, tl.where(kept, value.to(out_ty), fill_block), mask=member)
-    else:
-        first, last = int32_bounds(b_lo, b_hi)
-        seg_start = seg * seg_len
-        write_band_decide(row_x, row_o, seg_start, seg_start + seg_len, V, T, budget,
-                          ties_before, first, last, fill, BLOCK)
-
-
-@triton.jit
 def write_mask_kernel(
     x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_ptr,
     V, stride_x, stride_out, seg_len, fill,
     out_ptr,
     INPLACE: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
-    CUT: tl.constexpr = False, BAND_WRITTEN: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
+    CUT: tl.constexpr = False,
 ):
     """Write one segment of the mask: fill, then the kept candidates (rows in mode 1); a copy
     (mode 0, out of place); read, decide and write every entry (mode 4, the wide stage's rows);
     nothing for rows the fallback wrote (mode 2). CUT (mode 4): a segment whose copies of T
     are all kept, or none (the wide stage's counts per segment, seg_before[..., 1]), keeps the
     entries at or above one key with no rank and no count per tile (the same entries); only
-    the segment where the tie budget ends ranks its copies. BAND_WRITTEN (out of place; the
-    wide band's compaction ran with WRITE): a mode-4 row the band finished (row_i[13] == 1) has
-    its entries outside the band written already, so only the band's are: scattered from the
-    segment's slots when they hold all of them (no read of the row), else read and decided
-    (a keyed band, KEY_SHIFT > 0, or a segment that overflowed its slots)."""
+    the segment where the tie budget ends ranks its copies."""
     row = tl.program_id(0)
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -762,26 +718,17 @@ def write_mask_kernel(
         T = tl.load(row_i_ptr + row64 * ROW_I + 1)
         budget = tl.load(row_i_ptr + row64 * ROW_I + 2)
         ties_before = tl.load(seg_before_ptr + (row64 * nseg + seg) * 2)
-        band_done = False
-        if BAND_WRITTEN:
-            band_done = tl.load(row_i_ptr + row64 * ROW_I + 13) == 1
-        if band_done:
-            write_band_entries(row_x, row_o, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr,
-                               row64, seg, nseg, V, seg_len, T, budget, ties_before, fill,
-                               BLOCK, CAP_SEG, NSEG_P2, KEY_SHIFT)
-        else:
-            ranked = True
-            if CUT:
-                # the segment's copies of T are all kept, or none: no ranks, no count per tile
-                seg_ties = tl.load(seg_before_ptr + (row64 * nseg + seg) * 2 + 1)
-                ranked = (ties_before < budget) & (ties_before + seg_ties > budget)
-                if not ranked:
-                    write_span_from(row_x, row_o, seg_start, seg_start + seg_len, V,
-                                    tl.where(ties_before >= budget, T + 1, T), fill, BLOCK,
-                                    False)
-            if ranked:
-                write_span_decide(row_x, row_o, seg_start, seg_start + seg_len, V, T, budget,
-                                  ties_before, fill, BLOCK, False)
+        ranked = True
+        if CUT:
+            # the segment's copies of T are all kept, or none: no ranks, no count per tile
+            seg_ties = tl.load(seg_before_ptr + (row64 * nseg + seg) * 2 + 1)
+            ranked = (ties_before < budget) & (ties_before + seg_ties > budget)
+            if not ranked:
+                write_span_from(row_x, row_o, seg_start, seg_start + seg_len, V,
+                                tl.where(ties_before >= budget, T + 1, T), fill, BLOCK, False)
+        if ranked:
+            write_span_decide(row_x, row_o, seg_start, seg_start + seg_len, V, T, budget,
+                              ties_before, fill, BLOCK, False)
     elif mode == 0:
         if not INPLACE:
             for off in range(0, seg_len, BLOCK):

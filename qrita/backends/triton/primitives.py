@@ -675,19 +675,3 @@ def compact_tile(x, tile_start, is_cand, lanes, n_tile, n_cand, row_x, cand_val,
         keep_slot = is_cand & (pos < CAP_SEG)
         tl.store(cand_val + pos, x, mask=keep_slot)
         tl.store(cand_idx + pos, tile_start + lanes, mask=keep_slot)
-
-
-# the keyed band of 16-bit rows: one count per value, KEY_BINS values at most (wide.py)
-KEY_BINS: tl.constexpr = tl.constexpr(64)
-
-
-@triton.jit
-def keyed_band(b_lo, b_hi, KEY_SHIFT: tl.constexpr):
-    """The band (b_lo, b_hi] (int64 keys) of a 16-bit row as values: the index of its first value
-    (``key >> KEY_SHIFT``: a 16-bit value's float32 key has its low KEY_SHIFT bits all equal, 16
-    for bfloat16 and 13 for float16, so the index names the value) and whether its values fit
-    the KEY_BINS counts (and the band lies above NaN's key). Every kernel decides it this way."""
-    first_value = (b_lo + 1) >> KEY_SHIFT
-    last_value = b_hi >> KEY_SHIFT
-    keyed = (last_value - first_value < KEY_BINS) & (b_lo >= KEY_FLOOR - 1) & (b_hi > b_lo)
-    return first_value, keyed

@@ -20,7 +20,6 @@ import triton.language as tl
 from qrita.backends.triton.fallback import full_row_search, top_p_budget, write_row_decide
 from qrita.backends.triton.one_launch import arrive_last
 from qrita.backends.triton.primitives import (
-    KEY_BINS,
     KEY_FLOOR,
     KEY_MAX,
     KEY_NAN,
@@ -29,7 +28,6 @@ from qrita.backends.triton.primitives import (
     compact_tile,
     int32_bounds,
     key_to_value,
-    keyed_band,
     lower_bound_value,
     order_key,
     rank_key,
@@ -47,9 +45,10 @@ SEG_I: tl.constexpr = tl.constexpr(8)
 PART: tl.constexpr = tl.constexpr(32)  # per segment: 16 counts, key min, key max
 WAYS: tl.constexpr = tl.constexpr(16)
 BAND_ABOVE: tl.constexpr = tl.constexpr(20)  # part_i slot of a segment's count above the band
-# the keyed band of 16-bit rows (KEY_SHIFT > 0, :func:`keyed_band`): one count per value,
-# KEY_BINS values at most; part_i holds KEY_PART words per segment (KEY_BINS counts, then the count above the band), for
+# the keyed band of 16-bit rows (KEY_SHIFT > 0): one count per value, KEY_BINS values at most;
+# part_i holds KEY_PART words per segment (KEY_BINS counts, then the count above the band), for
 # the rows that compact their band too (one launch: one layout)
+KEY_BINS: tl.constexpr = tl.constexpr(64)
 KEY_PART: tl.constexpr = tl.constexpr(80)
 
 
@@ -97,6 +96,18 @@ def _narrowing(row_i_ptr, row64, mode, lo, hi, fit):
     info = row_i_ptr + row64 * ROW_I
     held = tl.load(info + 7) - tl.load(info + 8)
     return (mode == 3) & (hi - lo > 1) & (held > fit)
+
+
+@triton.jit
+def keyed_band(b_lo, b_hi, KEY_SHIFT: tl.constexpr):
+    """The band (b_lo, b_hi] (int64 keys) of a 16-bit row as values: the index of its first value
+    (``key >> KEY_SHIFT``: a 16-bit value's float32 key has its low KEY_SHIFT bits all equal, 16
+    for bfloat16 and 13 for float16, so the index names the value) and whether its values fit
+    the KEY_BINS counts (and the band lies above NaN's key). Every kernel decides it this way."""
+    first_value = (b_lo + 1) >> KEY_SHIFT
+    last_value = b_hi >> KEY_SHIFT
+    keyed = (last_value - first_value < KEY_BINS) & (b_lo >= KEY_FLOOR - 1) & (b_hi > b_lo)
+    return first_value, keyed
 
 
 @triton.jit
@@ -334,28 +345,16 @@ def _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
 
 
 @triton.jit
-def write_outside_band(row_o, offs, valid, x_raw, above, inside, fill_block):
-    """The mask's entries of a tile outside a band that holds T: each entry above the band
-    kept (its own bits), each below it ``fill_block``; the band's entries are left to the
-    write (``valid``, ``above``, ``inside``: (BLOCK,) bool, NaN placed as the band's tests
-    place it)."""
-    tl.store(row_o + offs, tl.where(above, x_raw, fill_block), mask=valid & (inside == 0))
-
-
-@triton.jit
-def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, fill, seg_i_ptr,
-                       part_i_ptr, part_f_ptr, out_ptr, row64, seg, nseg, b_lo, b_hi,
-                       first_value, BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr,
-                       LEAN: tl.constexpr, WRITE: tl.constexpr):
+def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i_ptr,
+                       part_f_ptr, row64, seg, nseg, b_lo, b_hi, first_value,
+                       BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr, LEAN: tl.constexpr):
     """One segment's count of each value of a keyed band (b_lo, b_hi] (part_i[slot * KEY_PART
     + j]: value first_value + j), its count and mass above the band (part_i[... + KEY_BINS],
     part_f[slot * WAYS]) and the band's entries (seg_i). Integer counts: exact, in any order.
     LEAN: the band's and the above tests as float compares (a keyed band lies above NaN's key,
     :func:`keyed_band`), tiles padded with NaN, the weights without weights_of's guards (as in
-    :func:`_compact_row`). WRITE: the mask's entries outside the band (as there)."""
+    :func:`_compact_row`)."""
     row_x = x_ptr + row64 * stride_x
-    row_o = out_ptr + row64 * stride_out
-    fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ptr.dtype.element_ty)
     row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
     inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
     first, last = int32_bounds(b_lo, b_hi)
@@ -374,8 +373,7 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, fill,
     for off in range(0, seg_len, BLOCK):
         offs = seg_start + off + lanes
         valid = offs < V
-        x_raw = x_next
-        x = x_raw.to(tl.float32)
+        x = x_next.to(tl.float32)
         x_next = segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len, OTHER)
         key = rank_key(x, False)
         if LEAN:
@@ -389,8 +387,6 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, fill,
         lane_above += above.to(tl.int32)
         lane_mass_above += tl.where(above, w, 0.0)
         value_counts += tl.histogram((key >> KEY_SHIFT) - first_value32, KEY_BINS, mask=inside)
-        if WRITE:
-            write_outside_band(row_o, offs, valid, x_raw, above, inside, fill_block)
     slot = row64 * nseg + seg
     tl.store(part_i_ptr + slot * KEY_PART + tl.arange(0, KEY_BINS), value_counts)
     tl.store(part_i_ptr + _above_slot(slot, KEY_SHIFT), tl.sum(lane_above, axis=0))
@@ -401,12 +397,12 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, fill,
 @triton.jit
 def wide_compact_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
-    V, stride_x, seg_len, stride_out, fill,
-    cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, miss_ptr, out_ptr,
+    V, stride_x, seg_len,
+    cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, miss_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
     BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
     LISTED: tl.constexpr = False, AHEAD: tl.constexpr = 1, PACKED: tl.constexpr = False,
-    LEAN: tl.constexpr = False, WRITE: tl.constexpr = False,
+    LEAN: tl.constexpr = False,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -431,12 +427,6 @@ def wide_compact_kernel(
     interval's tests as float32 compares against its bounds' values (:func:`lower_bound_value`,
     :func:`upper_bound_value`) and the weights without weights_of's guards where nothing they
     guard is summed: no order key per entry, the same entries, weights and sums.
-
-    WRITE (with BAND; out of place only: the rows the band misses read the row again): also
-    the mask's entries outside the band into ``out`` (B, V) (row stride ``stride_out``), the
-    value above the band and ``fill`` below it, which is the mask wherever the band holds T.
-    ``write_mask_kernel``'s BAND_WRITTEN then writes only the band's entries of the rows it
-    finished (``row_i[13] == 1``); every other row is written whole there, as without WRITE.
     """
     if BAND:
         if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
@@ -444,24 +434,22 @@ def wide_compact_kernel(
     if LISTED:
         n_listed = tl.load(miss_ptr)
         for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
-            _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, fill,
-                         cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, out_ptr,
+            _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
+                         cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
                          tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT,
-                         KEY_SHIFT, AHEAD, PACKED, LEAN, WRITE)
+                         KEY_SHIFT, AHEAD, PACKED, LEAN)
     else:
-        _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, fill,
-                     cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, out_ptr,
-                     tl.program_id(0), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT,
-                     AHEAD, PACKED, LEAN, WRITE)
+        _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
+                     cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, tl.program_id(0), BLOCK,
+                     CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD, PACKED, LEAN)
 
 
 @triton.jit
-def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, fill,
-                 cand_val_ptr, cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, out_ptr, row,
-                 BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
-                 SPARSE: tl.constexpr, BAND: tl.constexpr, FLAT: tl.constexpr,
-                 KEY_SHIFT: tl.constexpr, AHEAD: tl.constexpr, PACKED: tl.constexpr,
-                 LEAN: tl.constexpr, WRITE: tl.constexpr):
+def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr, cand_idx_ptr,
+                 seg_i_ptr, part_i_ptr, part_f_ptr, row, BLOCK: tl.constexpr,
+                 CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
+                 BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr,
+                 AHEAD: tl.constexpr, PACKED: tl.constexpr, LEAN: tl.constexpr):
     """:func:`wide_compact_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -474,10 +462,9 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, 
                 b_lo, b_hi = _interval(row_i_ptr, row64)
                 first_value, keyed = keyed_band(b_lo, b_hi, KEY_SHIFT)
                 if keyed:
-                    _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, stride_out,
-                                       fill, seg_i_ptr, part_i_ptr, part_f_ptr, out_ptr, row64,
-                                       seg, nseg, b_lo, b_hi, first_value, BLOCK, KEY_SHIFT,
-                                       LEAN, WRITE)
+                    _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr,
+                                       part_i_ptr, part_f_ptr, row64, seg, nseg, b_lo, b_hi,
+                                       first_value, BLOCK, KEY_SHIFT, LEAN)
     if (mode == 3) & (not keyed):
         lo, hi = _interval(row_i_ptr, row64)
         cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
@@ -490,8 +477,6 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, 
         lane_mass_band = tl.zeros([BLOCK], tl.float32)
         seg_start = seg * seg_len
         lanes = tl.arange(0, BLOCK)
-        row_o = out_ptr + row64 * stride_out
-        fill_block = (tl.zeros([BLOCK], tl.float32) + fill).to(out_ptr.dtype.element_ty)
         if FLAT:
             lanes = lanes ^ (mode - 3)  # mode is 3 here: the same lanes, contiguity unknown
         # key in (lo, hi] and key > hi as int32 compares per entry
@@ -513,9 +498,9 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, 
             valid = offs < V
             # the next AHEAD tiles' loads are issued before this one is processed (one warp
             # per program: without it each tile waits for its own load)
-            x_raw, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, offs, V,
-                                                   seg_start + seg_len, BLOCK, AHEAD, OTHER)
-            x = x_raw.to(tl.float32)
+            x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, offs, V,
+                                               seg_start + seg_len, BLOCK, AHEAD, OTHER)
+            x = x.to(tl.float32)
             if LEAN:
                 in_values = (x >= first_value) & (x <= last_value)  # (no NaN, nothing past V)
                 take = in_values | tl.where(nan_inside, valid & (x != x), False)
@@ -538,8 +523,6 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, stride_out, 
                     lane_mass_above += tl.where(above, w, 0.0)
                     lane_mass_band += tl.where(take, w, 0.0)
                 lane_above += above.to(tl.int32)
-                if WRITE:
-                    write_outside_band(row_o, offs, valid, x_raw, above, take, fill_block)
             n_tile = tl.sum(take.to(tl.int32), axis=0)
             if n_tile > 0:
                 compact_tile(x, seg * seg_len + off, take, lanes, n_tile, count,
