@@ -120,11 +120,12 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     default; ``0x0``: narrow launches; also in the interpreter), or the
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or the wide
-    compaction's append positions by one scan per tile (``widepacked=1x0``), or its interval
-    tests by float compares (``widelean=1x0``), or the 16-way rounds' accumulators with the
-    pivots as rows (``roundrows=1x0``), or the mask write's segments whose copies of T are all
-    kept or none written without ranking them (``writecut=1x0``), or the band kernel's register
-    limit (``bandregs=128x0``, NVIDIA)."""
+    compaction's append positions by one scan per tile (``widepacked=1x0``, default; ``0x0``
+    off), or its interval tests by float compares (``widelean=1x0``, default), or the 16-way
+    rounds' accumulators with the pivots as rows (``roundrows=1x0``; off), or the mask write's
+    segments whose copies of T are all kept or none written without ranking them
+    (``writecut=1x0``, default), or the band kernel's register limit (``bandregs=Rx0``,
+    NVIDIA; default 128, ``0x0`` none)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -308,10 +309,10 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         round_merge = _table_override("roundmerge", (1, 0))[0] == 1  # as on the GPU
         ahead = _table_override("ahead", (1, 1))  # as on the GPU
         ahead_small = _table_override("aheadsmall", ahead)
-        wide_packed = _table_override("widepacked", (0, 0))[0] == 1  # as on the GPU
-        wide_lean = _table_override("widelean", (0, 0))[0] == 1  # as on the GPU
+        wide_packed = _table_override("widepacked", (1, 0))[0] == 1  # as on the GPU
+        wide_lean = _table_override("widelean", (1, 0))[0] == 1  # as on the GPU
         round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1  # as on the GPU
-        write_cut = _table_override("writecut", (0, 0))[0] == 1  # as on the GPU
+        write_cut = _table_override("writecut", (1, 0))[0] == 1  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
         sparse_small = sparse_large = sparse_one = -1
         warps_search_small_batch = warps_cutoff_small_batch = 0
@@ -448,9 +449,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # counts``), instead of one scan per 32-entry row (sm90 SASS at 128 x 1 FLAT: four
         # 5-step shuffle scans, ~105 instructions per appending tile, taken by ~95% of the
         # band's tiles). FLAT lanes only (a lane's entries 32 apart, so the packing's reshapes
-        # move no data; contiguous lanes already scan once). The same positions; not yet timed
-        # on a GPU: off
-        wide_packed = _table_override("widepacked", (0, 0))[0] == 1
+        # move no data; contiguous lanes already scan once). The same positions. H200, with
+        # ``widelean``, fp32 B = 1024 the band's compaction 324.9 -> 304.6 us (zipf topp0.9),
+        # 326.1 -> 307.0 (gaussian), 336.8 -> 335.9 (zipf topp0.99); B = 1, 64 level
+        # (BENCHMARKS.md thirty-third session): on (``widepacked=0x0`` turns it off)
+        wide_packed = _table_override("widepacked", (1, 0))[0] == 1
         # ``widelean=1x0``: the wide compaction tests an entry's place against the interval
         # and the band by float32 compares against their bounds' values
         # (``primitives.lower_bound_value`` / ``upper_bound_value``; tiles padded with NaN
@@ -459,22 +462,29 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # sums (tested equal in the interpreter). sm90 SASS, the band's compaction at 128 x 1
         # FLAT fp32, loop instructions per 128-entry tile: 262 -> 234 (with ``widepacked``
         # 229 -> 200), registers 56 -> 64 (50 -> 56); bf16's keyed band (counted per value),
-        # 256 x 1: 395 -> 329 (BENCHMARKS.md thirty-second session). Not yet timed on a GPU:
-        # off
-        wide_lean = _table_override("widelean", (0, 0))[0] == 1
+        # 256 x 1: 395 -> 329 (BENCHMARKS.md thirty-second session). H200, the compaction
+        # kernel, us: fp32 B = 1024 383 -> 325 (zipf topp0.9), 386 -> 326 (gaussian); bf16
+        # B = 1024 467 -> 427, B = 1 21.6 -> 17.4; fp32 B = 1 35 -> 32 (BENCHMARKS.md
+        # thirty-third session): on (``widelean=0x0`` turns it off)
+        wide_lean = _table_override("widelean", (1, 0))[0] == 1
         # ``roundrows=1x0``: the 16-way rounds keep their per-lane counts and masses as
         # (16 pivots, tile) instead of (tile, 16), so a tile's entry stays in the lane that
         # loaded it (sm90 SASS, 128 x 4: the (tile, 16) form moves every tile through shared
         # memory, 2 stores, 8 loads and 4 barriers per tile; loop 180 -> 145 instructions, no
         # barrier, registers 98 -> 72). The same counts; the masses' last reduction over the
-        # lanes may group differently (fixed per (V, dtype) either way). Not yet timed: off
+        # lanes may group differently (fixed per (V, dtype) either way). H200, fp32 rounds
+        # kernel, us: level at every batch (B = 1024 zipf topp0.9 48.8 -> 47.4, topp0.99
+        # 153.7 -> 154.0; BENCHMARKS.md thirty-third session): off
         round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1
         # ``writecut=1x0``: the mask write of a wide row (mode 4) ranks the copies of T only in
         # the segment where the tie budget ends; every other segment keeps all its copies or
         # none, so it keeps the entries at or above one key, with no tie count per tile (a
         # block-wide reduction: sm90 SASS at 1024 x 4, shared-memory stores, loads and
-        # barriers in every tile). The same entries. Not yet timed on a GPU: off
-        write_cut = _table_override("writecut", (0, 0))[0] == 1
+        # barriers in every tile). The same entries. H200, the write kernel, us: bf16 B = 1024
+        # 222 -> 147 (zipf topp0.9; bf16 rows hold many copies of T, which every tile ranked),
+        # B = 64 17.9 -> 12.0; fp32 B = 1024 270.0 -> 267.5, B = 1 5.0 -> 3.6 (BENCHMARKS.md
+        # thirty-third session): on (``writecut=0x0`` turns it off)
+        write_cut = _table_override("writecut", (1, 0))[0] == 1
         # top-k alone at B <= SMALL_BATCH_ROWS (the pipeline: graph replays, QRITA_ONE_LAUNCH=0):
         # pass A in 2048-entry tiles, 8 warps, candidates appended by prefix sums only
         # (``sparsesmall``; one by one, ~7 per 1024-entry tile at topk50, cost the programs
@@ -511,9 +521,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         cand_small_kp = _table_override("candsmallkp", (1, 0))[0] == 1
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     # ``bandregs=Rx0``: at most R registers per thread in the band kernel (sm90 at 4 warps: 142,
-    # so 3 programs per SM at B = 1024; 128 would fit 4). Register allocation changes no result.
-    # Not yet timed on a GPU: off. (A launch option of NVIDIA's backend; others ignore it.)
-    regs_band = _table_override("bandregs", (0, 0))[0] if not interpret else 0
+    # so 3 programs per SM at B = 1024; 128 fits 4). Register allocation changes no result.
+    # H200, fp32 B = 1024, the band kernel 158.7 -> 156.0 us (zipf topp0.9), 184.4 -> 180.3
+    # (topp0.99); B = 1, 64 level (BENCHMARKS.md thirty-third session): 128 (``bandregs=0x0``:
+    # no limit). (A launch option of NVIDIA's backend only, whose ROCm builds of torch get 0:
+    # Triton's HIP options have no ``maxnreg``.)
+    regs_band = (_table_override("bandregs", (128, 0))[0]
+                 if not interpret and torch.version.hip is None else 0)
     # the keyed band of 16-bit rows (``keyband=1x0`` / ``0x0``; also in the interpreter, so CI
     # runs it): the band's values counted, not copied, so a band holding T always finishes the
     # row, whatever its copies. Before it, a bf16 zipf top-p 0.99 row's band (a few values with
