@@ -19,14 +19,20 @@ from qrita.backends.triton.primitives import (  # noqa: E402
     KEY_INF,
     KEY_MAX,
     KEY_NAN,
+    SEARCH_SPLIT,
     count_search_radix,
     lower_bound_value,
     order_key,
     packed_prefix_counts,
+    sample_cutoff_key,
+    sample_moments,
+    sample_offsets,
     search_in_registers,
     upper_bound_value,
+    upper_normal_quantile,
 )
 from qrita.reference.keys import order_key as order_key_host  # noqa: E402
+from qrita.testing import generators  # noqa: E402
 
 tl = triton.language
 
@@ -263,3 +269,66 @@ def test_bound_values_are_the_key_compares():
     b = bounds.astype(np.int64)[None, :]
     np.testing.assert_array_equal(lower.cpu().numpy() == 1, finite_or_inf & (keys[:, None] >= b))
     np.testing.assert_array_equal(upper.cpu().numpy() == 1, finite_or_inf & (keys[:, None] <= b))
+
+
+@triton.jit
+def _top_p_cutoffs_kernel(x_ptr, p_ptr, V, max_cands, out_ptr, SAMPLE: tl.constexpr,
+                          OVERSAMPLE: tl.constexpr):
+    """Per row: the top-p cutoff key of :func:`sample_cutoff_key`, and the same cutoff computed
+    the way it was before a row the Gaussian cutoff sends wide skipped the sample's own search
+    (that search always run, the prediction made once from the final key)."""
+    row = tl.program_id(0)
+    row_x = x_ptr + row * V
+    p = tl.load(p_ptr + row)
+    zero_i = row * 0
+    now = sample_cutoff_key(row_x, V, zero_i, False, p, max_cands, SAMPLE, OVERSAMPLE, False)
+    offs, valid = sample_offsets(V, SAMPLE)
+    x = tl.load(row_x + offs, mask=valid, other=0.0).to(tl.float32)
+    finite = valid & (tl.abs(x) < float("inf"))
+    n_valid = tl.minimum(V, SAMPLE)
+    n_finite, mean, std = sample_moments(x, finite)
+    usable = (n_finite >= 2) & (std > 0.0) & (std < float("inf"))
+    keys = order_key(x)
+    tail = tl.maximum((1.0 - p) / OVERSAMPLE, 1e-30)
+    cut = mean + std * std - std * upper_normal_quantile(tl.minimum(tail, 0.999))
+    cut = tl.where(usable, cut, -float("inf"))
+    cut_key = order_key(cut)
+    gauss_predicted = tl.sum((valid & (keys >= cut_key)).to(tl.float32), axis=0) * V / n_valid
+    s_max = tl.max(tl.where(finite, x, -float("inf")), axis=0)
+    w = tl.where(finite, tl.exp(tl.where(finite, x, 0.0) - s_max), 0.0)
+    s_mass = tl.sum(w, axis=0)
+    p_safe = 1.0 - (1.0 - p) / OVERSAMPLE
+    if s_mass > 0.0:
+        lo = zero_i.to(tl.int64) + KEY_NAN - 1
+        hi = zero_i.to(tl.int64) + KEY_MAX
+        s_key, r = search_in_registers(keys, w, finite, lo, hi, zero_i, zero_i.to(tl.float32),
+                                       zero_i, p_safe * s_mass, True, SPLIT=SEARCH_SPLIT)
+        cut_key = tl.minimum(cut_key, s_key)
+    predicted = tl.sum((valid & (keys >= cut_key)).to(tl.float32), axis=0) * V / n_valid
+    before = tl.where(predicted > 1.5 * max_cands, KEY_MAX, cut_key)
+    tl.store(out_ptr + row * 3 + 0, now)
+    tl.store(out_ptr + row * 3 + 1, before)
+    tl.store(out_ptr + row * 3 + 2, (gauss_predicted > 1.5 * max_cands).to(tl.int32))
+
+
+@pytest.mark.parametrize("V", [1000, 4099])
+def test_top_p_cutoff_skips_the_sample_search_only_where_it_changes_nothing(V):
+    """The σ-cutoff of top-p rows skips the sample's own top-p search when the Gaussian cutoff
+    already predicts more candidates than the scratch holds (the search can only lower the
+    cutoff): on every generator family and p at its edges, and with scratch sizes that send
+    rows both ways, the cutoff key is the one the search-always form gives, bit for bit."""
+    rng = np.random.default_rng(5)
+    rows = np.concatenate([batch for _, batch in generators._family_batches(V, rng)])
+    ps = np.array([0.0, 1e-7, 0.5, 0.9, 0.99, 1.0 - 1e-6, 1.0], dtype=np.float32)
+    x = torch.from_numpy(np.repeat(rows, ps.size, axis=0)).to(DEVICE)
+    p = torch.from_numpy(np.tile(ps, rows.shape[0])).to(DEVICE)
+    skipped = searched = 0
+    for max_cands in (8.0, 96.0, 3000.0):
+        out = torch.zeros((x.shape[0], 3), dtype=torch.int32, device=DEVICE)
+        _top_p_cutoffs_kernel[(x.shape[0],)](x, p, V, max_cands, out, SAMPLE=256, OVERSAMPLE=4.0)
+        got = out.cpu().numpy()
+        bad = np.flatnonzero(got[:, 0] != got[:, 1])
+        assert bad.size == 0, (max_cands, bad[:5], got[bad[:5]])
+        skipped += int(got[:, 2].sum())
+        searched += int((got[:, 2] == 0).sum())
+    assert skipped >= 20 and searched >= 20, (skipped, searched)

@@ -509,21 +509,25 @@ def sample_cutoff_key(row_ptr, V, k, k_on, p, max_cands, SAMPLE: tl.constexpr,
         cut = mean + std * std - std * upper_normal_quantile(tl.minimum(tail, 0.999))
         cut = tl.where(usable, cut, -float("inf"))
         cut_key = order_key(cut)
-        s_max = tl.max(tl.where(finite, x, -float("inf")), axis=0)
-        w = tl.where(finite, tl.exp(tl.where(finite, x, 0.0) - s_max), 0.0)
-        s_mass = tl.sum(w, axis=0)
-        p_safe = 1.0 - (1.0 - p) / OVERSAMPLE
-        if s_mass > 0.0:
-            lo = zero_i.to(tl.int64) + KEY_NAN - 1
-            hi = zero_i.to(tl.int64) + KEY_MAX
-            s_key, r = search_in_registers(keys, w, finite, lo, hi, zero_i, zero_i.to(tl.float32),
-                                           zero_i, p_safe * s_mass, True,
-                                           SPLIT=SEARCH_SPLIT)
-            cut_key = tl.minimum(cut_key, s_key)
         # more candidates than the scratch holds (3/4 of its slots; p large, flat rows): pass A
         # only gathers the row's statistics and the wide stage takes the row (a band first,
-        # docs/algorithm.md §7)
+        # docs/algorithm.md §7). The sample's own threshold below can only lower the cutoff
+        # (more candidates), so a row the Gaussian cutoff already sends wide skips that search:
+        # the same key either way (the search is most of this kernel's time on wide rows)
         predicted = tl.sum((valid & (keys >= cut_key)).to(tl.float32), axis=0) * V / n_valid
+        if predicted <= 1.5 * max_cands:
+            s_max = tl.max(tl.where(finite, x, -float("inf")), axis=0)
+            w = tl.where(finite, tl.exp(tl.where(finite, x, 0.0) - s_max), 0.0)
+            s_mass = tl.sum(w, axis=0)
+            p_safe = 1.0 - (1.0 - p) / OVERSAMPLE
+            if s_mass > 0.0:
+                lo = zero_i.to(tl.int64) + KEY_NAN - 1
+                hi = zero_i.to(tl.int64) + KEY_MAX
+                s_key, r = search_in_registers(keys, w, finite, lo, hi, zero_i,
+                                               zero_i.to(tl.float32), zero_i, p_safe * s_mass,
+                                               True, SPLIT=SEARCH_SPLIT)
+                cut_key = tl.minimum(cut_key, s_key)
+            predicted = tl.sum((valid & (keys >= cut_key)).to(tl.float32), axis=0) * V / n_valid
         cut_key = tl.where(predicted > 1.5 * max_cands, KEY_MAX, cut_key)
     if SMALLEST:  # the cutoff value v of -x is -v of x: express it in rank_key(x, SMALLEST) space
         cut_key = rank_key(-key_to_value(cut_key), True)
