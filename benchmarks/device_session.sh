@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1065,6 +1065,18 @@ if [[ $stage == s24a ]]; then  # next session, call 1 (written without a GPU): t
     "QRITA_SEARCH_FUSED=1 QRITA_LAUNCH_TABLE=searchb=0x8,flatb=1x0"
   gpu_tests s24a "${TESTS_S:-240}" "$m::test_gpu_one_launch_topk_mask[bfloat16]" \
     "$m::test_gpu_deterministic_and_batch_invariant" "$t::test_gpu_top_k_real_vocab"
+fi
+if [[ $stage == s34a ]]; then  # thirty-fourth session, call 2 (~500 s warm): the new tests on the GPU (the top-p cutoff's skipped search, the wide compaction's loop without NaN terms and its exp2 weights: bit-equal statistics there), then fp32 and bf16 top-p profiles of wideunswitch / wideexp2 against the default on the same inputs (the default includes the cutoff's skip: its kernel against s33c's 44 us)
+  timeout "${KNOB_TESTS_S:-150}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
+    tests/test_triton_wide.py tests/test_triton_masks.py tests/test_triton_primitives.py \
+    -k "lean_compaction or exp2 or unswitched or top_p_cutoff" 2>&1 \
+    | tee "$OUT/pytest_knobs.log" | grep -E "^E  |passed|failed" | cut -c1-300 | head -20
+  # shellcheck disable=SC2086
+  PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-70}" prof_tables t_ topp0.9,topp0.99 zipf \
+    ${TABLES:-default wideunswitch=1x0 wideunswitch=1x0,wideexp2=1x0}
+  # shellcheck disable=SC2086
+  PROF_BATCH=${PROF_B:-1,64,1024} PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-70}" \
+    prof_tables bf16_ topp0.9,topp0.99 zipf ${TABLES16:-default wideunswitch=1x0,wideexp2=1x0}
 fi
 if [[ $stage == s33c ]]; then  # thirty-third session, call 3: the GPU tests at the new defaults (TESTS names others), then profiles of the defaults (B = 1, 64, 256, 1024, fp32 and bf16) for the standings
   gpu_tests s33c "${TESTS_S:-300}" ${TESTS:-tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant tests/test_triton_masks.py::test_gpu_batches tests/test_triton_masks.py::test_gpu_cuda_graph_capture_and_replay tests/test_triton_masks.py::test_gpu_top_k_retry_rows_exact "tests/test_triton_masks.py::test_gpu_real_vocab[151936-float32]" "tests/test_triton_masks.py::test_gpu_real_vocab[262144-bfloat16]" tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant}

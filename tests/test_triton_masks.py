@@ -837,6 +837,48 @@ def test_wide_compaction_lean_tests_change_nothing(monkeypatch, dtype):
     assert (taken[:, 13] == 1).any() and (taken[:, 4] > 0).any()  # band hits, then rounds
 
 
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_wide_compaction_unswitched_and_exp2(monkeypatch, dtype):
+    """The wide compaction's loop without NaN terms for rows whose interval and band reach no
+    NaN key (``wide_unswitch``, the launch table's ``wideunswitch``) and its band weights by
+    exp2 (``wide_exp2``, ``wideexp2``) give the oracle's masks on rows with NaN, -inf and +inf
+    entries, extremes and heavy ties, bands that finish and bands that miss; without NaN terms
+    every row's statistics are the same integers, and with exp2 too on these rows."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import wide
+
+    table = _small_slots_table()
+    launches = _site_launches(monkeypatch, wide.wide_compact_kernel)
+    rng = np.random.default_rng(37)
+    V = 1001
+    x = np.concatenate([
+        _wide_rows(rng, V),
+        generators.inject_nan(generators.zipf_logits(1, V, 1.1, rng), 0.3, rng),
+        generators.inject_nan(generators.grammar_rows(1, V, 0.5, rng), 0.3, rng),
+        generators.inject_posinf(generators.gaussian_logits(1, V, 2.0, rng), 5, rng),
+        generators.extreme_rows(1, V, rng),
+    ])
+    stats = {}
+    for unswitch, exp2 in ((False, False), (True, False), (True, True)):
+        monkeypatch.setattr(launch_module, "pipeline_config",
+                            lambda V, dtype, u=unswitch, e=exp2: replace(
+                                table(V, dtype), band_percent=5, wide_lean=True, block_wide=32,
+                                block_wide2=32, wide_unswitch=u, wide_exp2=e))
+        for p in (0.9, 0.99, 0.999999):
+            out = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            run_and_check(x, dtype, None, p, stats=out)
+            stats[unswitch, exp2, p] = out.cpu().numpy()
+        assert any(kwargs.get("UNSWITCH") is unswitch and kwargs.get("EXP2") is exp2
+                   for _, _, kwargs in launches), launches
+    for p in (0.9, 0.99, 0.999999):
+        np.testing.assert_array_equal(stats[True, False, p], stats[False, False, p])
+        np.testing.assert_array_equal(stats[True, True, p], stats[False, False, p])
+    taken = np.concatenate([stats[True, True, p] for p in (0.9, 0.99, 0.999999)])
+    assert (taken[:, 13] == 1).any() and (taken[:, 4] > 0).any()  # band hits, then rounds
+
 def test_pass_a_append_limit_for_large_k_calls(monkeypatch):
     """Pass A's one-by-one append limit may differ for calls with the top-k retry (a large or a
     per-row k: the launch table's ``sparselarge``): the masks and top_k's selections are the

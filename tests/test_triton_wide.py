@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _triton_env import DEVICE, torch, triton  # first: sets up triton
+from _triton_env import DEVICE, ON_GPU, torch, triton  # first: sets up triton
 
 from qrita.backends.triton import wide  # noqa: E402
 from qrita.backends.triton.primitives import (  # noqa: E402
@@ -150,7 +150,7 @@ def _lean_intervals(x: np.ndarray, rng: np.random.Generator, key_shift: int) -> 
 
 
 def _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg, *, band, lean,
-                    key_shift, flat, block):
+                    key_shift, flat, block, unswitch=False, exp2=False):
     B = x_dev.shape[0]
     cap_seg, nseg_p2 = 512, 4
     row_i = torch.zeros((B, wide.ROW_I.value), dtype=torch.int32, device=DEVICE)
@@ -174,7 +174,7 @@ def _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg, *, ba
         x_dev, row_i, row_f, V, x_dev.stride(0), seg_len, out["cand_val"], out["cand_idx"],
         out["seg_i"], out["part_i"], out["part_f"], miss, BLOCK=block, CAP_SEG=cap_seg,
         NSEG_P2=nseg_p2, SPARSE=4, BAND=band, FLAT=flat, KEY_SHIFT=key_shift if band else 0,
-        LISTED=not band, AHEAD=1, LEAN=lean, num_warps=1)
+        LISTED=not band, AHEAD=1, LEAN=lean, UNSWITCH=unswitch, EXP2=exp2, num_warps=1)
     return {name: t.cpu().numpy() for name, t in out.items()}
 
 
@@ -182,7 +182,8 @@ def _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg, *, ba
                                              ("bfloat16", True, False)])
 def test_lean_compaction_is_the_key_compaction(dtype, band, flat):
     """``wide_compact_kernel`` with LEAN (the launch table's ``widelean``: float compares
-    against the bounds' values, NaN-padded tiles, unguarded weights) writes exactly what its
+    against the bounds' values, NaN-padded tiles, unguarded weights; and ``wideunswitch``: the
+    loop without NaN terms where no NaN key is reached) writes exactly what its
     key compares write: the same candidates in the same slots, counts, counts and masses above
     the band (bit for bit) and, for a keyed 16-bit band, the same counts per value; on rows
     with ties, +-0, -inf, NaN, +inf, subnormals and +-max, and intervals at every edge of the
@@ -197,12 +198,49 @@ def test_lean_compaction_is_the_key_compaction(dtype, band, flat):
     row_max = finite.max(axis=1)
     inf_mode = (x == np.inf).any(axis=1)
     x_dev = torch.tensor(x, device=DEVICE).to(getattr(torch, dtype))
+    # LEAN with UNSWITCH (``wideunswitch``: rows whose interval and band reach no NaN key run a
+    # loop without the NaN terms; the intervals from NaN's key here take the other loop)
     got = {lean: _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg,
                                  band=band, lean=lean, key_shift=key_shift, flat=flat,
-                                 block=block)
+                                 block=block, unswitch=lean)
            for lean in (False, True)}
     for name in got[False]:
         np.testing.assert_array_equal(got[True][name].view(np.int32),
                                       got[False][name].view(np.int32), err_msg=name)
     counts = got[False]["seg_i"][:, :, 0].sum(axis=1)
     assert (counts > 0).sum() >= B // 2  # most intervals hold entries
+
+
+@pytest.mark.parametrize("dtype,band,flat", [("float32", True, True), ("bfloat16", True, False)])
+def test_exp2_band_weights_differ_only_below_the_smallest_normal(dtype, band, flat):
+    """``wide_compact_kernel`` with EXP2 (the launch table's ``wideexp2``: the band's weights as
+    exp2((x - max) log2 e), without exp's fix-up for results below 2^-126) appends the same
+    entries with the same counts as without it, and its masses are those of the weights with
+    every weight below 2^-126 set to 0: on the GPU, where exp is computed as that exp2, equal
+    bit for bit on rows whose entries all lie within 87 of the row's max (every weight normal),
+    and within 2^-126 per entry elsewhere (the interpreter's NumPy exp and exp2 round
+    differently: within 1e-5 there, the rounding of (x - max) log2 e)."""
+    rng = np.random.default_rng(31)
+    B, V, seg_len, block = 16, 1000, 256, 32
+    nseg = -(-V // seg_len)
+    key_shift = SHIFTS.get(dtype, 0)
+    x = _lean_rows(dtype, rng, B, V)
+    x[: B // 2] = np.clip(x[: B // 2], -40.0, 40.0)  # (keeps NaN): every weight normal
+    intervals = _lean_intervals(x, rng, key_shift)
+    finite = np.where(np.isfinite(x), x, -np.inf)
+    row_max = finite.max(axis=1)
+    inf_mode = (x == np.inf).any(axis=1)
+    x_dev = torch.tensor(x, device=DEVICE).to(getattr(torch, dtype))
+    got = {exp2: _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg,
+                                 band=band, lean=True, key_shift=key_shift, flat=flat,
+                                 block=block, unswitch=True, exp2=exp2)
+           for exp2 in (False, True)}
+    for name in ("cand_val", "cand_idx", "seg_i", "part_i"):
+        np.testing.assert_array_equal(got[True][name], got[False][name], err_msg=name)
+    masses = {exp2: got[exp2]["part_f"][:, :, :2] for exp2 in (False, True)}
+    if ON_GPU:
+        np.testing.assert_array_equal(masses[True][: B // 2].view(np.int32),
+                                      masses[False][: B // 2].view(np.int32))
+    np.testing.assert_allclose(masses[True], masses[False], rtol=0 if ON_GPU else 1e-5,
+                               atol=V * 2.0**-126)
+    assert (masses[False][: B // 2] > 0).any()

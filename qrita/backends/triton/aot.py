@@ -272,12 +272,12 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             if band:
                 # the append positions by one packed scan per tile (``widepacked``) and the
                 # interval tests by float compares (``widelean``), in the one-warp tiles of
-                # the GPU table
+                # the GPU table; with both loops (``wideunswitch``) and exp2 (``wideexp2``)
                 out["wide_compact_band_packed_lean"] = _compile(wide.wide_compact_kernel, compact_sig,
                     dict(BLOCK=128 if dtype == "float32" else 256, CAP_SEG=cap_seg,
                          NSEG_P2=nseg_p2, SPARSE=0, BAND=True, FLAT=dtype == "float32",
                          KEY_SHIFT=key_shift, LISTED=False, AHEAD=1, PACKED=True,
-                         LEAN=True),
+                         LEAN=True, UNSWITCH=True, EXP2=True),
                     target, 1)
             out["wide_search" + tag] = _compile(wide.wide_search_kernel, {
                 "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",

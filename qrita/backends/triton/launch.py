@@ -125,7 +125,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     rounds' accumulators with the pivots as rows (``roundrows=1x0``; off), or the mask write's
     segments whose copies of T are all kept or none written without ranking them
     (``writecut=1x0``, default), or the band kernel's register limit (``bandregs=Rx0``,
-    NVIDIA; default 128, ``0x0`` none)."""
+    NVIDIA; default 128, ``0x0`` none), or the wide compaction's loop without NaN terms where
+    no NaN key is reached (``wideunswitch=1x0``; off) and its band weights by exp2
+    (``wideexp2=1x0``; off)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -228,6 +230,10 @@ class PipelineConfig:
     wide_lean: bool = False
     # the 16-way rounds' per-lane accumulators as (16 pivots, tile) (``roundrows``)
     round_pivot_rows: bool = False
+    # the wide compaction's loop without the NaN terms for rows whose interval and band reach
+    # no NaN key (``wideunswitch``), and its band masses' weights by exp2 (``wideexp2``)
+    wide_unswitch: bool = False
+    wide_exp2: bool = False
     # the mask write of wide rows: a segment whose copies of T are all kept, or none, keeps
     # the entries at or above one key, with no ranks and no count per tile (``writecut``)
     write_cut: bool = False
@@ -311,6 +317,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         ahead_small = _table_override("aheadsmall", ahead)
         wide_packed = _table_override("widepacked", (1, 0))[0] == 1  # as on the GPU
         wide_lean = _table_override("widelean", (1, 0))[0] == 1  # as on the GPU
+        wide_unswitch = _table_override("wideunswitch", (0, 0))[0] == 1  # as on the GPU
+        wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1  # as on the GPU
         round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1  # as on the GPU
         write_cut = _table_override("writecut", (1, 0))[0] == 1  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
@@ -467,6 +475,18 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # B = 1024 467 -> 427, B = 1 21.6 -> 17.4; fp32 B = 1 35 -> 32 (BENCHMARKS.md
         # thirty-third session): on (``widelean=0x0`` turns it off)
         wide_lean = _table_override("widelean", (1, 0))[0] == 1
+        # ``wideunswitch=1x0``: with ``widelean``, a row whose interval and band reach no NaN
+        # key (nearly every row) runs the compaction's loop without the NaN terms of its tests
+        # (a uniform branch between two loops; the same entries, counts and sums). sm90 SASS,
+        # the band's compaction at 128 x 1 FLAT fp32 with tt.divisibility on the pointers and
+        # 16-divisible ints (as a GPU launch specialises them), loop instructions per tile:
+        # see BENCHMARKS.md, thirty-fourth session. Off until timed
+        wide_unswitch = _table_override("wideunswitch", (0, 0))[0] == 1
+        # ``wideexp2=1x0``: with ``widelean``, the band compaction's (and the keyed count's)
+        # weights as exp2((x - max) log2 e), exp's own computation without its fix-up for
+        # results below 2^-126 (those weigh 0 instead of a subnormal): 3 instructions per entry
+        # fewer. Off until timed
+        wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1
         # ``roundrows=1x0``: the 16-way rounds keep their per-lane counts and masses as
         # (16 pivots, tile) instead of (tile, 16), so a tile's entry stays in the lane that
         # loaded it (sm90 SASS, 128 x 4: the (tile, 16) form moves every tile through shared
@@ -578,6 +598,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_merge=round_merge, wide_packed=wide_packed,
                           wide_lean=wide_lean, round_pivot_rows=round_pivot_rows,
+                          wide_unswitch=wide_unswitch, wide_exp2=wide_exp2,
                           write_cut=write_cut,
                           ahead=tuple(min(max(n, 1), 4) for n in ahead),
                           ahead_small=tuple(min(max(n, 1), 4) for n in ahead_small),
@@ -680,7 +701,10 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        LISTED=listed and not band, AHEAD=ahead[1],
                                        PACKED=cfg.wide_packed and cfg.wide_flat
                                        and block_c % 32 == 0 and block_c <= 256,
-                                       LEAN=cfg.wide_lean, num_warps=warps_c)
+                                       LEAN=cfg.wide_lean,
+                                       UNSWITCH=cfg.wide_unswitch and cfg.wide_lean,
+                                       EXP2=cfg.wide_exp2 and cfg.wide_lean and band,
+                                       num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,

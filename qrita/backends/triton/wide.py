@@ -14,6 +14,8 @@ large batch with a few misses does not launch B x S programs that only exit. Imp
 only.
 """
 
+import os
+
 import triton
 import triton.language as tl
 
@@ -48,7 +50,13 @@ BAND_ABOVE: tl.constexpr = tl.constexpr(20)  # part_i slot of a segment's count 
 # the keyed band of 16-bit rows (KEY_SHIFT > 0): one count per value, KEY_BINS values at most;
 # part_i holds KEY_PART words per segment (KEY_BINS counts, then the count above the band), for
 # the rows that compact their band too (one launch: one layout)
-KEY_BINS: tl.constexpr = tl.constexpr(64)
+#: measuring knob, read once at import: QRITA_KEY_BINS (a power of two, 16-64; default 64) values
+#: per keyed band. The band is widened to that many values (:func:`widen_to_values`) and counted
+#: by a KEY_BINS-bin histogram per tile, whose cost per entry grows with the bins (in Triton's
+#: lowering: a ballot per bit of the bin index, then each lane's bins), not with how many
+#: entries fall inside: bf16 zipf (69-88% of entries inside 64 values) and Gaussian rows (5-8%)
+#: took the same 426 µs at B = 1024 (BENCHMARKS.md, thirty-third session)
+KEY_BINS: tl.constexpr = tl.constexpr(int(os.environ.get("QRITA_KEY_BINS", "64")))
 KEY_PART: tl.constexpr = tl.constexpr(80)
 
 
@@ -347,7 +355,8 @@ def _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
 @triton.jit
 def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i_ptr,
                        part_f_ptr, row64, seg, nseg, b_lo, b_hi, first_value,
-                       BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr, LEAN: tl.constexpr):
+                       BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr, LEAN: tl.constexpr,
+                       EXP2: tl.constexpr = False):
     """One segment's count of each value of a keyed band (b_lo, b_hi] (part_i[slot * KEY_PART
     + j]: value first_value + j), its count and mass above the band (part_i[... + KEY_BINS],
     part_f[slot * WAYS]) and the band's entries (seg_i). Integer counts: exact, in any order.
@@ -379,7 +388,11 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
         if LEAN:
             inside = (x >= first_value_f) & (x <= last_value_f)  # (no NaN, nothing past V)
             above = x >= after_value_f
-            w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), tl.exp(x - row_max))
+            if EXP2:  # (as in :func:`_compact_loop`)
+                w_finite = tl.exp2((x - row_max) * 1.4426950408889634)
+            else:
+                w_finite = tl.exp(x - row_max)
+            w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), w_finite)
         else:
             inside = valid & (key >= first) & (key <= last)
             above = valid & (key >= after)
@@ -402,7 +415,7 @@ def wide_compact_kernel(
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
     BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
     LISTED: tl.constexpr = False, AHEAD: tl.constexpr = 1, PACKED: tl.constexpr = False,
-    LEAN: tl.constexpr = False,
+    LEAN: tl.constexpr = False, UNSWITCH: tl.constexpr = False, EXP2: tl.constexpr = False,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -426,7 +439,10 @@ def wide_compact_kernel(
     positions by one 32-lane scan (:func:`packed_prefix_counts`; the same positions). LEAN: the
     interval's tests as float32 compares against its bounds' values (:func:`lower_bound_value`,
     :func:`upper_bound_value`) and the weights without weights_of's guards where nothing they
-    guard is summed: no order key per entry, the same entries, weights and sums.
+    guard is summed: no order key per entry, the same entries, weights and sums. UNSWITCH
+    (LEAN): a row whose interval and band reach no NaN key runs a loop without the NaN terms
+    (the same entries). EXP2 (LEAN, BAND): the weights summed as exp2 (:func:`_compact_loop`;
+    those below 2^-126 weigh 0), in the keyed count too.
     """
     if BAND:
         if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
@@ -437,11 +453,12 @@ def wide_compact_kernel(
             _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                          cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
                          tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT,
-                         KEY_SHIFT, AHEAD, PACKED, LEAN)
+                         KEY_SHIFT, AHEAD, PACKED, LEAN, UNSWITCH, EXP2)
     else:
         _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                      cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, tl.program_id(0), BLOCK,
-                     CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD, PACKED, LEAN)
+                     CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD, PACKED, LEAN,
+                     UNSWITCH, EXP2)
 
 
 @triton.jit
@@ -449,7 +466,8 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                  seg_i_ptr, part_i_ptr, part_f_ptr, row, BLOCK: tl.constexpr,
                  CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
                  BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr,
-                 AHEAD: tl.constexpr, PACKED: tl.constexpr, LEAN: tl.constexpr):
+                 AHEAD: tl.constexpr, PACKED: tl.constexpr, LEAN: tl.constexpr,
+                 UNSWITCH: tl.constexpr, EXP2: tl.constexpr):
     """:func:`wide_compact_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -464,7 +482,7 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                 if keyed:
                     _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr,
                                        part_i_ptr, part_f_ptr, row64, seg, nseg, b_lo, b_hi,
-                                       first_value, BLOCK, KEY_SHIFT, LEAN)
+                                       first_value, BLOCK, KEY_SHIFT, LEAN, EXP2)
     if (mode == 3) & (not keyed):
         lo, hi = _interval(row_i_ptr, row64)
         cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
@@ -475,7 +493,6 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
         lane_above = tl.zeros([BLOCK], tl.int32)
         lane_mass_above = tl.zeros([BLOCK], tl.float32)
         lane_mass_band = tl.zeros([BLOCK], tl.float32)
-        seg_start = seg * seg_len
         lanes = tl.arange(0, BLOCK)
         if FLAT:
             lanes = lanes ^ (mode - 3)  # mode is 3 here: the same lanes, contiguity unknown
@@ -489,52 +506,101 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
         after_value = lower_bound_value(after)
         nan_inside = first == KEY_NAN
         nan_above = after == KEY_NAN
-        # (LEAN: NaN past V, which no float compare takes)
-        OTHER: tl.constexpr = float("nan") if LEAN else 0.0
-        t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_start + seg_len,
-                                         BLOCK, AHEAD, OTHER)
-        for off in range(0, seg_len, BLOCK):
-            offs = seg_start + off + lanes
-            valid = offs < V
-            # the next AHEAD tiles' loads are issued before this one is processed (one warp
-            # per program: without it each tile waits for its own load)
-            x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, offs, V,
-                                               seg_start + seg_len, BLOCK, AHEAD, OTHER)
-            x = x.to(tl.float32)
-            if LEAN:
-                in_values = (x >= first_value) & (x <= last_value)  # (no NaN, nothing past V)
-                take = in_values | tl.where(nan_inside, valid & (x != x), False)
+        # UNSWITCH (LEAN): the NaN terms of the tests are dropped from the loop of a row whose
+        # interval and band reach no NaN key (nearly every row): a uniform branch, two loops
+        if UNSWITCH and LEAN:
+            if nan_inside | nan_above:
+                count, lane_above, lane_mass_above, lane_mass_band = _compact_loop(
+                    row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
+                    after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
+                    cand_idx_ptr + cand, count, lane_above, lane_mass_above, lane_mass_band,
+                    BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, True, EXP2)
             else:
-                key = rank_key(x, False)
-                take = valid & (key >= first) & (key <= last)
-            if BAND:
-                if LEAN:
-                    above_values = x >= after_value  # (no NaN, nothing past V)
-                    above = above_values | tl.where(nan_above, valid & (x != x), False)
-                    # weights_of's value wherever it is summed: the row's max is finite in a
-                    # wide row, exp(-inf - max) = 0, and NaN entries (weight 0) are not summed
-                    w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0),
-                                 tl.exp(x - row_max))
-                    lane_mass_above += tl.where(above_values, w, 0.0)
-                    lane_mass_band += tl.where(in_values, w, 0.0)
-                else:
-                    above = valid & (key >= after)
-                    w = weights_of(x, row_max, inf_mode)
-                    lane_mass_above += tl.where(above, w, 0.0)
-                    lane_mass_band += tl.where(take, w, 0.0)
-                lane_above += above.to(tl.int32)
-            n_tile = tl.sum(take.to(tl.int32), axis=0)
-            if n_tile > 0:
-                compact_tile(x, seg * seg_len + off, take, lanes, n_tile, count,
-                             row_x, cand_val_ptr + cand, cand_idx_ptr + cand, BLOCK, CAP_SEG,
-                             SPARSE, PACKED)
-            count += n_tile
+                count, lane_above, lane_mass_above, lane_mass_band = _compact_loop(
+                    row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
+                    after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
+                    cand_idx_ptr + cand, count, lane_above, lane_mass_above, lane_mass_band,
+                    BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, False, EXP2)
+        else:
+            count, lane_above, lane_mass_above, lane_mass_band = _compact_loop(
+                row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
+                after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
+                cand_idx_ptr + cand, count, lane_above, lane_mass_above, lane_mass_band,
+                BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, True, EXP2)
         slot = row64 * nseg + seg
         tl.store(seg_i_ptr + slot * SEG_I, count)
         if BAND:
             tl.store(part_i_ptr + _above_slot(slot, KEY_SHIFT), tl.sum(lane_above, axis=0))
             tl.store(part_f_ptr + slot * WAYS + 0, tl.sum(lane_mass_above, axis=0))
             tl.store(part_f_ptr + slot * WAYS + 1, tl.sum(lane_mass_band, axis=0))
+
+
+@triton.jit
+def _compact_loop(row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
+                  after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr,
+                  cand_idx_ptr, count, lane_above, lane_mass_above, lane_mass_band,
+                  BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, SPARSE: tl.constexpr,
+                  BAND: tl.constexpr, AHEAD: tl.constexpr, PACKED: tl.constexpr,
+                  LEAN: tl.constexpr, NAN_TERMS: tl.constexpr, EXP2: tl.constexpr):
+    """:func:`_compact_row`'s loop over one segment's tiles: appends the entries of the interval
+    to the segment's slots (cand_val_ptr / cand_idx_ptr: the segment's first slot) and, with
+    BAND, sums per lane the count and mass above the band and the band's mass. Returns
+    (count, lane_above, lane_mass_above, lane_mass_band) carried on from the arguments.
+    NAN_TERMS off (LEAN only): the row's interval and band reach no NaN key (``nan_inside`` and
+    ``nan_above`` false), so the tests are the float compares alone. EXP2 (LEAN, BAND): the
+    weights as exp2((x - max) · log2 e), which is exp's own computation without its fix-up for
+    results below 2^-126 (those weigh 0): 3 instructions per entry fewer (sm90 SASS)."""
+    seg_start = seg * seg_len
+    # (LEAN: NaN past V, which no float compare takes)
+    OTHER: tl.constexpr = float("nan") if LEAN else 0.0
+    t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_start + seg_len,
+                                     BLOCK, AHEAD, OTHER)
+    for off in range(0, seg_len, BLOCK):
+        offs = seg_start + off + lanes
+        valid = offs < V
+        # the next AHEAD tiles' loads are issued before this one is processed (one warp
+        # per program: without it each tile waits for its own load)
+        x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, offs, V,
+                                           seg_start + seg_len, BLOCK, AHEAD, OTHER)
+        x = x.to(tl.float32)
+        if LEAN:
+            in_values = (x >= first_value) & (x <= last_value)  # (no NaN, nothing past V)
+            if NAN_TERMS:
+                take = in_values | tl.where(nan_inside, valid & (x != x), False)
+            else:
+                take = in_values
+        else:
+            key = rank_key(x, False)
+            take = valid & (key >= first) & (key <= last)
+        if BAND:
+            if LEAN:
+                above_values = x >= after_value  # (no NaN, nothing past V)
+                if NAN_TERMS:
+                    above = above_values | tl.where(nan_above, valid & (x != x), False)
+                else:
+                    above = above_values
+                # weights_of's value wherever it is summed: the row's max is finite in a
+                # wide row, exp(-inf - max) = 0, and NaN entries (weight 0) are not summed
+                if EXP2:
+                    w_finite = tl.exp2((x - row_max) * 1.4426950408889634)
+                else:
+                    w_finite = tl.exp(x - row_max)
+                w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), w_finite)
+                lane_mass_above += tl.where(above_values, w, 0.0)
+                lane_mass_band += tl.where(in_values, w, 0.0)
+            else:
+                above = valid & (key >= after)
+                w = weights_of(x, row_max, inf_mode)
+                lane_mass_above += tl.where(above, w, 0.0)
+                lane_mass_band += tl.where(take, w, 0.0)
+            lane_above += above.to(tl.int32)
+        n_tile = tl.sum(take.to(tl.int32), axis=0)
+        if n_tile > 0:
+            compact_tile(x, seg * seg_len + off, take, lanes, n_tile, count,
+                         row_x, cand_val_ptr, cand_idx_ptr, BLOCK, CAP_SEG,
+                         SPARSE, PACKED)
+        count += n_tile
+    return count, lane_above, lane_mass_above, lane_mass_band
 
 
 @triton.jit
