@@ -356,13 +356,14 @@ def _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
 def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i_ptr,
                        part_f_ptr, row64, seg, nseg, b_lo, b_hi, first_value,
                        BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr, LEAN: tl.constexpr,
-                       EXP2: tl.constexpr = False):
+                       EXP2: tl.constexpr = False, UNSWITCH: tl.constexpr = False):
     """One segment's count of each value of a keyed band (b_lo, b_hi] (part_i[slot * KEY_PART
     + j]: value first_value + j), its count and mass above the band (part_i[... + KEY_BINS],
     part_f[slot * WAYS]) and the band's entries (seg_i). Integer counts: exact, in any order.
     LEAN: the band's and the above tests as float compares (a keyed band lies above NaN's key,
     :func:`keyed_band`), tiles padded with NaN, the weights without weights_of's guards (as in
-    :func:`_compact_row`)."""
+    :func:`_compact_row`). UNSWITCH (LEAN): a row without +inf entries runs a loop without the
+    +inf weights and with the band's value index from the bits (:func:`_count_values_loop`)."""
     row_x = x_ptr + row64 * stride_x
     row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
     inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
@@ -377,6 +378,40 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
     lane_mass_above = tl.zeros([BLOCK], tl.float32)
     seg_start = seg * seg_len
     lanes = tl.arange(0, BLOCK)
+    if UNSWITCH and LEAN:
+        if inf_mode:
+            value_counts, lane_above, lane_mass_above = _count_values_loop(
+                row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
+                last_value_f, after_value_f, first_value32, row_max, inf_mode, value_counts,
+                lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, False)
+        else:
+            value_counts, lane_above, lane_mass_above = _count_values_loop(
+                row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
+                last_value_f, after_value_f, first_value32, row_max, inf_mode, value_counts,
+                lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, True)
+    else:
+        value_counts, lane_above, lane_mass_above = _count_values_loop(
+            row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
+            last_value_f, after_value_f, first_value32, row_max, inf_mode, value_counts,
+            lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, False)
+    slot = row64 * nseg + seg
+    tl.store(part_i_ptr + slot * KEY_PART + tl.arange(0, KEY_BINS), value_counts)
+    tl.store(part_i_ptr + _above_slot(slot, KEY_SHIFT), tl.sum(lane_above, axis=0))
+    tl.store(part_f_ptr + slot * WAYS + 0, tl.sum(lane_mass_above, axis=0))
+    tl.store(seg_i_ptr + slot * SEG_I, tl.sum(value_counts, axis=0))
+
+
+@triton.jit
+def _count_values_loop(row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
+                       last_value_f, after_value_f, first_value32, row_max, inf_mode,
+                       value_counts, lane_above, lane_mass_above, BLOCK: tl.constexpr,
+                       KEY_SHIFT: tl.constexpr, LEAN: tl.constexpr, EXP2: tl.constexpr,
+                       PLAIN: tl.constexpr):
+    """:func:`_count_band_values`'s loop over one segment's tiles; returns (value_counts,
+    lane_above, lane_mass_above) carried on from the arguments. PLAIN (LEAN, a row without
+    +inf entries): the weights exp's alone, and an entry's value index from its bits: -0.0
+    made +0.0 by a select, then the order key's sign flip (the band holds no NaN, so the key's
+    NaN case is not needed where the histogram counts)."""
     OTHER: tl.constexpr = float("nan") if LEAN else 0.0
     x_next = segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len, OTHER)
     for off in range(0, seg_len, BLOCK):
@@ -384,7 +419,6 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
         valid = offs < V
         x = x_next.to(tl.float32)
         x_next = segment_tile(row_x, offs + BLOCK, V, seg_start + seg_len, OTHER)
-        key = rank_key(x, False)
         if LEAN:
             inside = (x >= first_value_f) & (x <= last_value_f)  # (no NaN, nothing past V)
             above = x >= after_value_f
@@ -392,20 +426,22 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
                 w_finite = tl.exp2((x - row_max) * 1.4426950408889634)
             else:
                 w_finite = tl.exp(x - row_max)
-            w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), w_finite)
+            if PLAIN:
+                w = w_finite
+                bits = tl.where(x == 0.0, 0.0, x).to(tl.int32, bitcast=True)
+                key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+            else:
+                w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), w_finite)
+                key = rank_key(x, False)
         else:
+            key = rank_key(x, False)
             inside = valid & (key >= first) & (key <= last)
             above = valid & (key >= after)
             w = weights_of(x, row_max, inf_mode)
         lane_above += above.to(tl.int32)
         lane_mass_above += tl.where(above, w, 0.0)
         value_counts += tl.histogram((key >> KEY_SHIFT) - first_value32, KEY_BINS, mask=inside)
-    slot = row64 * nseg + seg
-    tl.store(part_i_ptr + slot * KEY_PART + tl.arange(0, KEY_BINS), value_counts)
-    tl.store(part_i_ptr + _above_slot(slot, KEY_SHIFT), tl.sum(lane_above, axis=0))
-    tl.store(part_f_ptr + slot * WAYS + 0, tl.sum(lane_mass_above, axis=0))
-    tl.store(seg_i_ptr + slot * SEG_I, tl.sum(value_counts, axis=0))
-
+    return value_counts, lane_above, lane_mass_above
 
 @triton.jit
 def wide_compact_kernel(
@@ -482,7 +518,7 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                 if keyed:
                     _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr,
                                        part_i_ptr, part_f_ptr, row64, seg, nseg, b_lo, b_hi,
-                                       first_value, BLOCK, KEY_SHIFT, LEAN, EXP2)
+                                       first_value, BLOCK, KEY_SHIFT, LEAN, EXP2, UNSWITCH)
     if (mode == 3) & (not keyed):
         lo, hi = _interval(row_i_ptr, row64)
         cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
@@ -506,10 +542,11 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
         after_value = lower_bound_value(after)
         nan_inside = first == KEY_NAN
         nan_above = after == KEY_NAN
-        # UNSWITCH (LEAN): the NaN terms of the tests are dropped from the loop of a row whose
-        # interval and band reach no NaN key (nearly every row): a uniform branch, two loops
+        # UNSWITCH (LEAN): the NaN terms of the tests and the +inf weights are dropped from
+        # the loop of a row whose interval and band reach no NaN key and that holds no +inf
+        # (nearly every row): a uniform branch, two loops
         if UNSWITCH and LEAN:
-            if nan_inside | nan_above:
+            if nan_inside | nan_above | inf_mode:
                 count, lane_above, lane_mass_above, lane_mass_band = _compact_loop(
                     row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
                     after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
@@ -547,7 +584,8 @@ def _compact_loop(row_x, V, seg, seg_len, lanes, first, last, after, first_value
     BAND, sums per lane the count and mass above the band and the band's mass. Returns
     (count, lane_above, lane_mass_above, lane_mass_band) carried on from the arguments.
     NAN_TERMS off (LEAN only): the row's interval and band reach no NaN key (``nan_inside`` and
-    ``nan_above`` false), so the tests are the float compares alone. EXP2 (LEAN, BAND): the
+    ``nan_above`` false) and it holds no +inf (``inf_mode`` false), so the tests are the float
+    compares alone and the weights exp's. EXP2 (LEAN, BAND): the
     weights as exp2((x - max) · log2 e), which is exp's own computation without its fix-up for
     results below 2^-126 (those weigh 0): 3 instructions per entry fewer (sm90 SASS)."""
     seg_start = seg * seg_len
@@ -575,19 +613,21 @@ def _compact_loop(row_x, V, seg, seg_len, lanes, first, last, after, first_value
         if BAND:
             if LEAN:
                 above_values = x >= after_value  # (no NaN, nothing past V)
-                if NAN_TERMS:
-                    above = above_values | tl.where(nan_above, valid & (x != x), False)
-                else:
-                    above = above_values
                 # weights_of's value wherever it is summed: the row's max is finite in a
                 # wide row, exp(-inf - max) = 0, and NaN entries (weight 0) are not summed
                 if EXP2:
                     w_finite = tl.exp2((x - row_max) * 1.4426950408889634)
                 else:
                     w_finite = tl.exp(x - row_max)
-                w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), w_finite)
-                lane_mass_above += tl.where(above_values, w, 0.0)
-                lane_mass_band += tl.where(in_values, w, 0.0)
+                if NAN_TERMS:
+                    above = above_values | tl.where(nan_above, valid & (x != x), False)
+                    w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), w_finite)
+                    lane_mass_above += tl.where(above_values, w, 0.0)
+                    lane_mass_band += tl.where(in_values, w, 0.0)
+                else:  # (no +inf entry either: the caller's condition)
+                    above = above_values
+                    lane_mass_above += tl.where(above_values, w_finite, 0.0)
+                    lane_mass_band += tl.where(in_values, w_finite, 0.0)
             else:
                 above = valid & (key >= after)
                 w = weights_of(x, row_max, inf_mode)
