@@ -476,16 +476,18 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # thirty-third session): on (``widelean=0x0`` turns it off)
         wide_lean = _table_override("widelean", (1, 0))[0] == 1
         # ``wideunswitch=1x0``: with ``widelean``, a row whose interval and band reach no NaN
-        # key (nearly every row) runs the compaction's loop without the NaN terms of its tests
-        # (a uniform branch between two loops; the same entries, counts and sums). sm90 SASS,
-        # the band's compaction at 128 x 1 FLAT fp32 with tt.divisibility on the pointers and
-        # 16-divisible ints (as a GPU launch specialises them), loop instructions per tile:
-        # see BENCHMARKS.md, thirty-fourth session. Off until timed
+        # key and that holds no +inf (nearly every row) runs the compaction's loop without the
+        # NaN terms of its tests and the +inf weights, and the keyed count takes an entry's
+        # value index from its bits (a uniform branch between two loops; the same entries,
+        # counts and sums). sm90 SASS as launched (``benchmarks/sass_loops.py``: tt.divisibility
+        # on the pointers and 16-divisible ints), loop instructions per tile: the band's
+        # compaction, 128 x 1 FLAT fp32, 200 -> 172; bf16's keyed count, 256 x 1, 285 -> 249.
+        # Off until timed (no device was lent in the thirty-fourth session)
         wide_unswitch = _table_override("wideunswitch", (0, 0))[0] == 1
         # ``wideexp2=1x0``: with ``widelean``, the band compaction's (and the keyed count's)
         # weights as exp2((x - max) log2 e), exp's own computation without its fix-up for
-        # results below 2^-126 (those weigh 0 instead of a subnormal): 3 instructions per entry
-        # fewer. Off until timed
+        # results below 2^-126 (those weigh 0 instead of a subnormal): with ``wideunswitch``
+        # 172 -> 160 (fp32), 249 -> 224 (keyed). Off until timed
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1
         # ``roundrows=1x0``: the 16-way rounds keep their per-lane counts and masses as
         # (16 pivots, tile) instead of (tile, 16), so a tile's entry stays in the lane that
