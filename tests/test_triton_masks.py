@@ -90,6 +90,20 @@ def _small_slots_table():
         V, dtype, True, os.environ.get("QRITA_LAUNCH_TABLE", ""))
 
 
+def _wide_edge_rows(rng, V: int, grammar_fracs: tuple[float, ...]) -> np.ndarray:
+    """:func:`_wide_rows` and rows at the keys' edges for the wide stage: zipf with NaN, a
+    grammar row per fraction (NaN injected into the last), Gaussian with +inf, extremes."""
+    grammar = [generators.grammar_rows(1, V, f, rng) for f in grammar_fracs]
+    grammar[-1] = generators.inject_nan(grammar[-1], 0.3, rng)
+    return np.concatenate([
+        _wide_rows(rng, V),
+        generators.inject_nan(generators.zipf_logits(1, V, 1.1, rng), 0.3, rng),
+        *grammar,
+        generators.inject_posinf(generators.gaussian_logits(1, V, 2.0, rng), 5, rng),
+        generators.extreme_rows(1, V, rng),
+    ])
+
+
 def _wide_rows(rng, V: int) -> np.ndarray:
     """(5, V) float32 rows for the wide top-p stage: two Zipf and two Gaussian rows (smooth:
     they finish on a band, or miss a small one) and one Gaussian row quantised to steps of 2
@@ -808,16 +822,8 @@ def test_wide_compaction_lean_tests_change_nothing(monkeypatch, dtype):
 
     table = _small_slots_table()
     launches = _site_launches(monkeypatch, wide.wide_compact_kernel)
-    rng = np.random.default_rng(23)
     V = 1001
-    x = np.concatenate([
-        _wide_rows(rng, V),
-        generators.inject_nan(generators.zipf_logits(1, V, 1.1, rng), 0.3, rng),
-        generators.grammar_rows(1, V, 0.6, rng),
-        generators.inject_nan(generators.grammar_rows(1, V, 0.5, rng), 0.3, rng),
-        generators.inject_posinf(generators.gaussian_logits(1, V, 2.0, rng), 5, rng),
-        generators.extreme_rows(1, V, rng),
-    ])
+    x = _wide_edge_rows(np.random.default_rng(23), V, grammar_fracs=(0.6, 0.5))
     stats = {}
     for lean in (False, True):
         monkeypatch.setattr(launch_module, "pipeline_config",
@@ -852,15 +858,8 @@ def test_wide_compaction_unswitched_and_exp2(monkeypatch, dtype):
 
     table = _small_slots_table()
     launches = _site_launches(monkeypatch, wide.wide_compact_kernel)
-    rng = np.random.default_rng(37)
     V = 1001
-    x = np.concatenate([
-        _wide_rows(rng, V),
-        generators.inject_nan(generators.zipf_logits(1, V, 1.1, rng), 0.3, rng),
-        generators.inject_nan(generators.grammar_rows(1, V, 0.5, rng), 0.3, rng),
-        generators.inject_posinf(generators.gaussian_logits(1, V, 2.0, rng), 5, rng),
-        generators.extreme_rows(1, V, rng),
-    ])
+    x = _wide_edge_rows(np.random.default_rng(37), V, grammar_fracs=(0.5,))
     stats = {}
     for unswitch, exp2 in ((False, False), (True, False), (True, True)):
         monkeypatch.setattr(launch_module, "pipeline_config",

@@ -149,6 +149,15 @@ def _lean_intervals(x: np.ndarray, rng: np.random.Generator, key_shift: int) -> 
     return out
 
 
+def _lean_inputs(x: np.ndarray, dtype: str, rng: np.random.Generator, key_shift: int):
+    """The rows on the device, their intervals (:func:`_lean_intervals`), maxima of the
+    non-NaN, non-+inf entries and +inf flags: what ``wide_compact_kernel`` reads per row."""
+    intervals = _lean_intervals(x, rng, key_shift)
+    row_max = np.where(np.isfinite(x), x, -np.inf).max(axis=1)
+    inf_mode = (x == np.inf).any(axis=1)
+    return torch.tensor(x, device=DEVICE).to(getattr(torch, dtype)), intervals, row_max, inf_mode
+
+
 def _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg, *, band, lean,
                     key_shift, flat, block, unswitch=False, exp2=False):
     B = x_dev.shape[0]
@@ -192,12 +201,8 @@ def test_lean_compaction_is_the_key_compaction(dtype, band, flat):
     B, V, seg_len, block = 16, 1000, 256, 32
     nseg = -(-V // seg_len)
     key_shift = SHIFTS.get(dtype, 0)
-    x = _lean_rows(dtype, rng, B, V)
-    intervals = _lean_intervals(x, rng, key_shift)
-    finite = np.where(np.isfinite(x), x, -np.inf)
-    row_max = finite.max(axis=1)
-    inf_mode = (x == np.inf).any(axis=1)
-    x_dev = torch.tensor(x, device=DEVICE).to(getattr(torch, dtype))
+    x_dev, intervals, row_max, inf_mode = _lean_inputs(_lean_rows(dtype, rng, B, V), dtype,
+                                                       rng, key_shift)
     # LEAN with UNSWITCH (``wideunswitch``: rows whose interval and band reach no NaN key run a
     # loop without the NaN terms; the intervals from NaN's key here take the other loop)
     got = {lean: _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg,
@@ -223,14 +228,10 @@ def test_exp2_band_weights_differ_only_below_the_smallest_normal(dtype, band, fl
     rng = np.random.default_rng(31)
     B, V, seg_len, block = 16, 1000, 256, 32
     nseg = -(-V // seg_len)
-    key_shift = SHIFTS.get(dtype, 0)
     x = _lean_rows(dtype, rng, B, V)
     x[: B // 2] = np.clip(x[: B // 2], -40.0, 40.0)  # (keeps NaN): every weight normal
-    intervals = _lean_intervals(x, rng, key_shift)
-    finite = np.where(np.isfinite(x), x, -np.inf)
-    row_max = finite.max(axis=1)
-    inf_mode = (x == np.inf).any(axis=1)
-    x_dev = torch.tensor(x, device=DEVICE).to(getattr(torch, dtype))
+    x_dev, intervals, row_max, inf_mode = _lean_inputs(x, dtype, rng, SHIFTS.get(dtype, 0))
+    key_shift = SHIFTS.get(dtype, 0)
     got = {exp2: _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg,
                                  band=band, lean=True, key_shift=key_shift, flat=flat,
                                  block=block, unswitch=True, exp2=exp2)

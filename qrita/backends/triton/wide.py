@@ -378,17 +378,14 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
     lane_mass_above = tl.zeros([BLOCK], tl.float32)
     seg_start = seg * seg_len
     lanes = tl.arange(0, BLOCK)
+    plain = False
     if UNSWITCH and LEAN:
-        if inf_mode:
-            value_counts, lane_above, lane_mass_above = _count_values_loop(
-                row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
-                last_value_f, after_value_f, first_value32, row_max, inf_mode, value_counts,
-                lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, False)
-        else:
-            value_counts, lane_above, lane_mass_above = _count_values_loop(
-                row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
-                last_value_f, after_value_f, first_value32, row_max, inf_mode, value_counts,
-                lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, True)
+        plain = inf_mode == 0
+    if plain:
+        value_counts, lane_above, lane_mass_above = _count_values_loop(
+            row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
+            last_value_f, after_value_f, first_value32, row_max, inf_mode, value_counts,
+            lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, True)
     else:
         value_counts, lane_above, lane_mass_above = _count_values_loop(
             row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
@@ -545,19 +542,15 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
         # UNSWITCH (LEAN): the NaN terms of the tests and the +inf weights are dropped from
         # the loop of a row whose interval and band reach no NaN key and that holds no +inf
         # (nearly every row): a uniform branch, two loops
+        plain = False
         if UNSWITCH and LEAN:
-            if nan_inside | nan_above | inf_mode:
-                count, lane_above, lane_mass_above, lane_mass_band = _compact_loop(
-                    row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
-                    after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
-                    cand_idx_ptr + cand, count, lane_above, lane_mass_above, lane_mass_band,
-                    BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, True, EXP2)
-            else:
-                count, lane_above, lane_mass_above, lane_mass_band = _compact_loop(
-                    row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
-                    after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
-                    cand_idx_ptr + cand, count, lane_above, lane_mass_above, lane_mass_band,
-                    BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, False, EXP2)
+            plain = (nan_inside | nan_above | inf_mode) == 0
+        if plain:
+            count, lane_above, lane_mass_above, lane_mass_band = _compact_loop(
+                row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
+                after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
+                cand_idx_ptr + cand, count, lane_above, lane_mass_above, lane_mass_band,
+                BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, False, EXP2)
         else:
             count, lane_above, lane_mass_above, lane_mass_band = _compact_loop(
                 row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
