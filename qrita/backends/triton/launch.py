@@ -481,13 +481,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # value index from its bits (a uniform branch between two loops; the same entries,
         # counts and sums). sm90 SASS as launched (``benchmarks/sass_loops.py``: tt.divisibility
         # on the pointers and 16-divisible ints), loop instructions per tile: the band's
-        # compaction, 128 x 1 FLAT fp32, 200 -> 172; bf16's keyed count, 256 x 1, 285 -> 249.
+        # compaction, 128 x 1 FLAT fp32, 200 -> 172; bf16's keyed count, 256 x 1, 285 -> 241.
         # Off until timed (no device was lent in the thirty-fourth session)
         wide_unswitch = _table_override("wideunswitch", (0, 0))[0] == 1
         # ``wideexp2=1x0``: with ``widelean``, the band compaction's (and the keyed count's)
         # weights as exp2((x - max) log2 e), exp's own computation without its fix-up for
         # results below 2^-126 (those weigh 0 instead of a subnormal): with ``wideunswitch``
-        # 172 -> 160 (fp32), 249 -> 224 (keyed). Off until timed
+        # 172 -> 160 (fp32), 241 -> 221 (keyed). Off until timed
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1
         # ``roundrows=1x0``: the 16-way rounds keep their per-lane counts and masses as
         # (16 pivots, tile) instead of (tile, 16), so a tile's entry stays in the lane that
