@@ -111,16 +111,22 @@ def build(kernel: str, dtype: str, vocab: int, extra: dict):
                "V": "i32", "stride_x": "i64", "seg_len": "i32", "k_scalar": "i64",
                "p_scalar": "fp32", "row_i_ptr": "*i32", "cand_val_ptr": "*fp32",
                "cand_idx_ptr": "*i32", "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32"}
+    elif kernel == "band":
+        kwargs = dict(plan["band"])
+        fn = wide.wide_band_kernel
+        sig = {"x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+               "stride_x": "i64", "max_band": "fp32"}
     else:
-        raise SystemExit(f"--kernel: compact or cand, not {kernel!r}")
+        raise SystemExit(f"--kernel: compact, cand or band, not {kernel!r}")
     options = {key: kwargs.pop(key) for key in ("num_warps", "maxnreg") if key in kwargs}
     kwargs.update(extra)
-    return compile_as_launched(fn, sig, kwargs, options, {"V", "stride_x", "seg_len"}), kwargs
+    return (compile_as_launched(fn, sig, kwargs, options, {"V", "stride_x", "seg_len"}),
+            {**kwargs, **options})
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kernel", default="compact", help="compact (the wide band's) or cand")
+    parser.add_argument("--kernel", default="compact", help="compact (the wide band's), cand (pass A) or band (its placement)")
     parser.add_argument("--dtype", default="float32", choices=sorted(TYPES))
     parser.add_argument("--vocab", type=int, default=131072)
     parser.add_argument("--extra", default="", help="constexpr overrides, NAME=VALUE,...")
