@@ -14,8 +14,6 @@ large batch with a few misses does not launch B x S programs that only exit. Imp
 only.
 """
 
-import os
-
 import triton
 import triton.language as tl
 
@@ -50,13 +48,7 @@ BAND_ABOVE: tl.constexpr = tl.constexpr(20)  # part_i slot of a segment's count 
 # the keyed band of 16-bit rows (KEY_SHIFT > 0): one count per value, KEY_BINS values at most;
 # part_i holds KEY_PART words per segment (KEY_BINS counts, then the count above the band), for
 # the rows that compact their band too (one launch: one layout)
-#: measuring knob, read once at import: QRITA_KEY_BINS (a power of two, 16-64; default 64) values
-#: per keyed band. The band is widened to that many values (:func:`widen_to_values`) and counted
-#: by a KEY_BINS-bin histogram per tile, whose cost per entry grows with the bins (in Triton's
-#: lowering: a ballot per bit of the bin index, then each lane's bins), not with how many
-#: entries fall inside: bf16 zipf (69-88% of entries inside 64 values) and Gaussian rows (5-8%)
-#: took the same 426 µs at B = 1024 (BENCHMARKS.md, thirty-third session)
-KEY_BINS: tl.constexpr = tl.constexpr(int(os.environ.get("QRITA_KEY_BINS", "64")))
+KEY_BINS: tl.constexpr = tl.constexpr(64)
 KEY_PART: tl.constexpr = tl.constexpr(80)
 
 
@@ -440,6 +432,7 @@ def _count_values_loop(row_x, V, seg_start, seg_len, lanes, first, last, after, 
         value_counts += tl.histogram((key >> KEY_SHIFT) - first_value32, KEY_BINS, mask=inside)
     return value_counts, lane_above, lane_mass_above
 
+
 @triton.jit
 def wide_compact_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
@@ -473,8 +466,8 @@ def wide_compact_kernel(
     interval's tests as float32 compares against its bounds' values (:func:`lower_bound_value`,
     :func:`upper_bound_value`) and the weights without weights_of's guards where nothing they
     guard is summed: no order key per entry, the same entries, weights and sums. UNSWITCH
-    (LEAN): a row whose interval and band reach no NaN key runs a loop without the NaN terms
-    (the same entries). EXP2 (LEAN, BAND): the weights summed as exp2 (:func:`_compact_loop`;
+    (LEAN): a row whose interval and band reach no NaN key and that holds no +inf runs a loop
+    without the NaN terms and the +inf weights (the same entries and sums). EXP2 (LEAN, BAND): the weights summed as exp2 (:func:`_compact_loop`;
     those below 2^-126 weigh 0), in the keyed count too.
     """
     if BAND:
