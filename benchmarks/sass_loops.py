@@ -12,13 +12,14 @@ change to a loop can be counted before it is timed.
 Usage::
 
     python benchmarks/sass_loops.py --kernel compact --dtype float32
-    python benchmarks/sass_loops.py --kernel compact --dtype bfloat16 --extra UNSWITCH=1,EXP2=1
+    python benchmarks/sass_loops.py --kernel compact --dtype bfloat16 --extra UNSWITCH=True,EXP2=True
     QRITA_LAUNCH_TABLE=wideunswitch=1x0 python benchmarks/sass_loops.py --kernel compact --show
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import inspect
 import os
@@ -80,14 +81,9 @@ def loops(compiled) -> tuple[list[tuple[int, str]], list[tuple[int, int, int]], 
 
 
 def _extra(text: str) -> dict:
-    out = {}
-    for item in filter(None, text.split(",")):
-        key, _, value = item.partition("=")
-        out[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else value.strip()
-        if out[key.strip()] in (0, 1) and key.strip().isupper() and key.strip() not in (
-                "AHEAD", "SPARSE", "BLOCK"):
-            out[key.strip()] = bool(out[key.strip()])
-    return out
+    """``NAME=VALUE,...`` as constexprs, each value a Python literal (``True``, ``4``)."""
+    pairs = (item.partition("=") for item in filter(None, text.split(",")))
+    return {key.strip(): ast.literal_eval(value.strip()) for key, _, value in pairs}
 
 
 def build(kernel: str, dtype: str, vocab: int, extra: dict):
@@ -129,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel", default="compact", help="compact (the wide band's), cand (pass A) or band (its placement)")
     parser.add_argument("--dtype", default="float32", choices=sorted(TYPES))
     parser.add_argument("--vocab", type=int, default=131072)
-    parser.add_argument("--extra", default="", help="constexpr overrides, NAME=VALUE,...")
+    parser.add_argument("--extra", default="", help="constexpr overrides, NAME=VALUE,... (Python literals)")
     parser.add_argument("--show", action="store_true", help="print each loop's instructions")
     args = parser.parse_args(argv)
     compiled, kwargs = build(args.kernel, args.dtype, args.vocab, _extra(args.extra))
