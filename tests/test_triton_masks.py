@@ -104,6 +104,27 @@ def _wide_edge_rows(rng, V: int, grammar_fracs: tuple[float, ...]) -> np.ndarray
     ])
 
 
+def _sample_misled_rows(rng, V: int, sample: int, levels=(2.5, 3.0, 3.5)) -> np.ndarray:
+    """(len(levels), V) float32 rows whose σ-cutoff sample (``primitives.sample_offsets``, the
+    first ``sample`` offsets) is N(0, 3^2) while every other entry lies near one level a little
+    below the sample's top: the cutoff keeps a few sampled entries whose mass falls short of
+    p = 0.5 or 0.9, so pass A proves the boundary below them (its candidates' count and mass
+    above it) and the row goes wide from there."""
+    from qrita.backends.triton.primitives import SAMPLE_CHUNKS
+
+    chunks = SAMPLE_CHUNKS.value
+    chunk = sample // chunks
+    stride = max((V // chunks) // 16 * 16, chunk)
+    offs = np.array([(i // chunk) * stride + i % chunk for i in range(sample)])
+    offs = offs[offs < V]
+    rows = []
+    for level in levels:
+        x = (level + rng.normal(0.0, 0.05, size=V)).astype(np.float32)
+        x[offs] = rng.normal(0.0, 3.0, size=offs.size).astype(np.float32)
+        rows.append(x)
+    return np.stack(rows)
+
+
 def _wide_rows(rng, V: int) -> np.ndarray:
     """(5, V) float32 rows for the wide top-p stage: two Zipf and two Gaussian rows (smooth:
     they finish on a band, or miss a small one) and one Gaussian row quantised to steps of 2
@@ -877,6 +898,105 @@ def test_wide_compaction_unswitched_and_exp2(monkeypatch, dtype):
         np.testing.assert_array_equal(stats[True, True, p], stats[False, False, p])
     taken = np.concatenate([stats[True, True, p] for p in (0.9, 0.99, 0.999999)])
     assert (taken[:, 13] == 1).any() and (taken[:, 4] > 0).any()  # band hits, then rounds
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_wide_fixed_masses_answer_does_not_depend_on_the_band(monkeypatch, dtype):
+    """The wide stage's masses in fixed point (``wide_fixed``, the launch table's
+    ``widefixed``): the oracle's masks, and every row's boundary key and tie budget the same
+    whichever band the stage starts from: sampled small (most rows miss it and take the
+    rounds), sampled large, from a count histogram, and for bfloat16 the band counted per value
+    (keyed) or compacted; on rows with NaN, -inf and +inf, extremes and heavy ties, p at
+    0.9, 0.99 and 1 - 1e-6. (With float32 masses the band decides how the masses are grouped,
+    so a row near a cumulative boundary could end on another key.) Rows whose σ-cutoff sample
+    misleads (:func:`_sample_misled_rows`) go wide from below pass A's candidates at p = 0.5
+    and 0.9 (their float32 mass is no fixed-point sum: the stage starts from the row's top).
+    """
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import wide
+
+    table = _small_slots_table()
+    launches = _site_launches(monkeypatch, wide.wide_compact_kernel, wide.wide_search_kernel)
+    V = 1001
+    rng = np.random.default_rng(43)
+    x = np.concatenate([_wide_edge_rows(rng, V, grammar_fracs=(0.5,)),
+                        generators.zipf_logits(2, V, 1.1, rng),
+                        _sample_misled_rows(rng, V, table(V, torch.float32).sample)])
+    bands = {"small": dict(band_percent=5), "large": dict(band_percent=75),
+             "hist": dict(band_percent=75, hist_bins=256)}
+    if dtype == "bfloat16":
+        bands["unkeyed"] = dict(band_percent=75, key_shift=0)
+    answers = {}
+    for name, change in bands.items():
+        monkeypatch.setattr(launch_module, "pipeline_config",
+                            lambda V, dtype, c=change: replace(
+                                table(V, dtype), wide_lean=True, block_wide=32, block_wide2=32,
+                                wide_unswitch=True, wide_fixed=True, **c))
+        for p in (0.5, 0.9, 0.99, 1 - 1e-6):
+            out = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            run_and_check(x, dtype, None, p, stats=out)
+            answers[name, p] = out.cpu().numpy()
+    assert launches and all(kwargs.get("FIXED") is True for _, _, kwargs in launches)
+    for p in (0.5, 0.9, 0.99, 1 - 1e-6):
+        for name in bands:  # boundary key and tie budget (mode 2 or 4: either path)
+            np.testing.assert_array_equal(answers[name, p][:, 1:3], answers["small", p][:, 1:3],
+                                          err_msg=f"{name} p={p}")
+    taken = np.concatenate([answers[name, p] for name in bands for p in (0.9, 0.99)])
+    assert (taken[:, 13] == 1).any() and (taken[:, 4] > 0).any()  # band hits, then rounds
+    # every wide row (mode 2 or 4) starts from the row's top with nothing above it (columns
+    # 10, 12: pass A's interval), the misled rows too, whose candidates' float32 mass pass A
+    # proved short of p = 0.5 (else their interval would end at the cutoff)
+    from qrita.reference.keys import order_key
+
+    finite_max = np.where(np.isnan(x), -np.inf, generators.to_dtype(x, dtype)).max(axis=1)
+    top_key = order_key(finite_max.astype(np.float32)).astype(np.int64)
+    for (name, p), stats in answers.items():
+        wide_rows = np.isin(stats[:, 0], (2, 4))
+        assert wide_rows[-3:].all(), (name, p)
+        np.testing.assert_array_equal(stats[wide_rows, 10], top_key[wide_rows])
+        np.testing.assert_array_equal(stats[wide_rows, 12], 0)
+
+
+def test_wide_fixed_band_may_follow_the_batch(monkeypatch):
+    """With fixed-point masses the band's placement may follow B (``hist_small_batch``, the
+    launch table's ``histsmall``): a row alone (B = 1: the band from the one-launch count
+    histogram) gets the same mask, boundary key and tie budget as in a batch of four (the band
+    from the sample), and both are the oracle's; zipf, Gaussian and misled-sample rows, p at
+    0.5, 0.9 and 0.99, float32 and bfloat16."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import hist_band, wide
+    from qrita.backends.triton import launch as launch_module
+
+    table = _small_slots_table()
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), wide_fixed=True,
+                                                 hist_small_batch=2))
+    monkeypatch.setenv("QRITA_ONE_LAUNCH_SCRATCH", "keep")
+    monkeypatch.setattr(launch_module, "_KEPT_HIST", {})
+    monkeypatch.setattr(launch_module, "_KEPT_HIST_VIEWS", {})
+    launches = _site_launches(monkeypatch, hist_band.hist_band_count_kernel,
+                              wide.wide_band_kernel)
+    rng = np.random.default_rng(47)
+    V = 1001
+    x = np.concatenate([generators.zipf_logits(1, V, 1.1, rng),
+                        generators.gaussian_logits(1, V, 2.0, rng),
+                        _sample_misled_rows(rng, V, table(V, torch.float32).sample, (2.5, 3.0))])
+    for dtype in ("float32", "bfloat16"):
+        for p in (0.5, 0.9, 0.99):
+            stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            batch = _host(run_and_check(x, dtype, None, p, stats=stats))
+            for row in range(x.shape[0]):
+                alone = torch.zeros((1, ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+                mask = _host(run_and_check(x[row:row + 1], dtype, None, p, stats=alone))
+                np.testing.assert_array_equal(mask[0].view(np.uint32), batch[row].view(np.uint32),
+                                              err_msg=f"{dtype} {p} {row}")  # (bf16 widened)
+                np.testing.assert_array_equal(alone.cpu().numpy()[0, :3],
+                                              stats.cpu().numpy()[row, :3])
+    names = [kernel.fn.__name__ for kernel, _, _ in launches]
+    assert "hist_band_count_kernel" in names and "wide_band_kernel" in names, set(names)
+
 
 def test_pass_a_append_limit_for_large_k_calls(monkeypatch):
     """Pass A's one-by-one append limit may differ for calls with the top-k retry (a large or a

@@ -159,7 +159,10 @@ def _lean_inputs(x: np.ndarray, dtype: str, rng: np.random.Generator, key_shift:
 
 
 def _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg, *, band, lean,
-                    key_shift, flat, block, unswitch=False, exp2=False):
+                    key_shift, flat, block, unswitch=False, exp2=False, fixed=False):
+    """``wide_compact_kernel`` on the rows' intervals (the band when ``band``); its outputs on
+    the host. ``fixed``: the masses as int64 fixed-point sums, ``part_f`` then (B, S, 16)
+    int64."""
     B = x_dev.shape[0]
     cap_seg, nseg_p2 = 512, 4
     row_i = torch.zeros((B, wide.ROW_I.value), dtype=torch.int32, device=DEVICE)
@@ -174,7 +177,8 @@ def _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg, *, ba
         cand_idx=torch.zeros((B, nseg_p2 * cap_seg), dtype=torch.int32, device=DEVICE),
         seg_i=torch.zeros((B, nseg, wide.SEG_I.value), dtype=torch.int32, device=DEVICE),
         part_i=torch.zeros((B, nseg, wide.KEY_PART.value), dtype=torch.int32, device=DEVICE),
-        part_f=torch.zeros((B, nseg, wide.WAYS.value), dtype=torch.float32, device=DEVICE))
+        part_f=torch.zeros((B, nseg, wide.WAYS.value * (2 if fixed else 1)),
+                           dtype=torch.float32, device=DEVICE))
     miss = torch.zeros(2 + B, dtype=torch.int32, device=DEVICE)
     if not band:  # the listed rows: all of them
         miss[0] = B
@@ -183,7 +187,10 @@ def _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg, *, ba
         x_dev, row_i, row_f, V, x_dev.stride(0), seg_len, out["cand_val"], out["cand_idx"],
         out["seg_i"], out["part_i"], out["part_f"], miss, BLOCK=block, CAP_SEG=cap_seg,
         NSEG_P2=nseg_p2, SPARSE=4, BAND=band, FLAT=flat, KEY_SHIFT=key_shift if band else 0,
-        LISTED=not band, AHEAD=1, LEAN=lean, UNSWITCH=unswitch, EXP2=exp2, num_warps=1)
+        LISTED=not band, AHEAD=1, LEAN=lean, UNSWITCH=unswitch, EXP2=exp2, FIXED=fixed,
+        num_warps=1)
+    if fixed:
+        out["part_f"] = out["part_f"].view(torch.int64)
     return {name: t.cpu().numpy() for name, t in out.items()}
 
 
@@ -245,3 +252,76 @@ def test_exp2_band_weights_differ_only_below_the_smallest_normal(dtype, band, fl
     np.testing.assert_allclose(masses[True], masses[False], rtol=0 if ON_GPU else 1e-5,
                                atol=V * 2.0**-126)
     assert (masses[False][: B // 2] > 0).any()
+
+
+def _fixed_masses_host(x: np.ndarray, row_max: np.ndarray, inf_mode: np.ndarray,
+                       intervals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B,) int64 fixed-point masses above each row's band and inside it, on the host: the sum
+    of trunc(w * 2^40) of each entry's float32 weight w (exp(x - max), 0 for -inf and NaN; +inf
+    rows weigh their +inf entries 1)."""
+    keys = order_key_host(x).astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        w = np.exp((x - row_max[:, None]).astype(np.float32))
+    w = np.where(np.isfinite(x), w, np.float32(0.0))
+    w = np.where(inf_mode[:, None], (x == np.inf).astype(np.float32), w)
+    fixed = (w.astype(np.float64) * 2.0**40).astype(np.int64)  # exact: w * 2^40 < 2^53
+    above = keys > intervals[:, 1:2]
+    inside = (keys > intervals[:, 0:1]) & ~above
+    return (np.where(above, fixed, 0).sum(axis=1), np.where(inside, fixed, 0).sum(axis=1))
+
+
+@pytest.mark.parametrize("dtype,lean,flat", [("float32", True, True), ("float32", False, False),
+                                             ("bfloat16", True, False)])
+def test_fixed_band_masses_are_exact_sums(dtype, lean, flat):
+    """``wide_compact_kernel`` with FIXED (the launch table's ``widefixed``) sums the band's
+    masses as int64 fixed-point weights trunc(w * 2^40): per row, the mass above the band and
+    the band's mass are the host's exact sums of those integers (bit for bit under the
+    interpreter, whose exp is NumPy's; on a GPU within the exp's rounding), and they add up
+    across bands exactly, whatever the lanes and segments: the mass above (lo, hi] plus its
+    mass is the mass above (lo', lo] for any lo' < lo (float32 sums, grouped by another band,
+    round differently). Rows with ties, +-0, -inf, NaN, +inf, subnormals and +-max; keyed
+    16-bit bands (counted per value: count x fixed weight) among them."""
+    rng = np.random.default_rng(41)
+    B, V, seg_len, block = 16, 1000, 256, 32
+    nseg = -(-V // seg_len)
+    key_shift = SHIFTS.get(dtype, 0)
+    edge = _lean_rows(dtype, rng, B, V)
+    _, intervals, _, _ = _lean_inputs(edge, dtype, rng, key_shift)
+    # the band below each row's band: (lo', lo], lo' a few of the row's keys lower
+    below = intervals.copy()
+    below[:, 1] = intervals[:, 0]
+    for b in range(B):
+        keys = np.unique(order_key_host(edge[b]).astype(np.int64))
+        keys = keys[(keys > KEY_NAN) & (keys <= intervals[b, 0])]
+        below[b, 0] = keys[max(keys.size - 7, 0)] - 1 if keys.size else KEY_NAN - 1
+    # and rows of comparable weights, bands between quartiles: float32 sums of these, grouped
+    # by the band, differ in about a third of the rows (interpreter)
+    flat_rows = rng.normal(0.0, 1.0, size=(B, V)).astype(np.float32)
+    if dtype == "bfloat16":
+        flat_rows = torch.from_numpy(flat_rows).to(torch.bfloat16).float().numpy()
+    keys = np.sort(order_key_host(flat_rows).astype(np.int64), axis=1)
+    x = np.concatenate([edge, flat_rows])
+    intervals = np.concatenate([intervals, keys[:, [V // 2, 3 * V // 4]]])
+    below = np.concatenate([below, keys[:, [V // 4, V // 2]]])
+    B = 2 * B
+    x_dev = torch.tensor(x, device=DEVICE).to(getattr(torch, dtype))
+    row_max = np.where(np.isfinite(x), x, -np.inf).max(axis=1)
+    inf_mode = (x == np.inf).any(axis=1)
+    run = {name: _run_compaction(x_dev, iv, row_max, inf_mode, V, seg_len, nseg, band=True,
+                                 lean=lean, key_shift=key_shift, flat=flat, block=block,
+                                 unswitch=lean, fixed=True)
+           for name, iv in (("band", intervals), ("below", below))}
+    for name, iv in (("band", intervals), ("below", below)):
+        above, inside = _fixed_masses_host(x, row_max, inf_mode, iv)
+        got_above = run[name]["part_f"][:, :, 0].sum(axis=1)
+        # a keyed band (16-bit, few values) is counted per value: its mass is not stored
+        keyed = run[name]["part_i"][:, :, :BINS].sum(axis=(1, 2)) > 0
+        got_inside = np.where(keyed, inside, run[name]["part_f"][:, :, 1].sum(axis=1))
+        tol = 0 if not ON_GPU else V * 2**20  # (a GPU's exp: within 2 ulp of NumPy's)
+        np.testing.assert_allclose(got_above, above, rtol=0, atol=tol, err_msg=name)
+        np.testing.assert_allclose(got_inside, inside, rtol=0, atol=tol, err_msg=name)
+    plain = ~(run["band"]["part_i"][:, :, :BINS].sum(axis=(1, 2)) > 0)
+    np.testing.assert_array_equal(
+        (run["band"]["part_f"][:, :, 0] + run["band"]["part_f"][:, :, 1]).sum(axis=1)[plain],
+        run["below"]["part_f"][:, :, 0].sum(axis=1)[plain])
+    assert plain[B // 2:].all() and (run["band"]["part_f"][B // 2:, :, 1] > 0).all()

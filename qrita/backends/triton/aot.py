@@ -125,7 +125,11 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 dict(kp, SMALLEST=flags["SMALLEST"], SELECT=flags["SELECT"],
                      WIDE=flags["HAS_P"] and not flags["SELECT"], BLOCK=block, CAP_SEG=cap_seg,
                      NSEG_P2=nseg_p2, DENSE=1024, SAMPLE=sample,
-                     RETRY=flags["HAS_K"] and not again, ONLY_RETRY=again, STAGE=stage),
+                     RETRY=flags["HAS_K"] and not again, ONLY_RETRY=again, STAGE=stage,
+                     # top-p alone in float32: the wide stage's fixed-point form (``widefixed``;
+                     # its one store), the other variants the float32 form
+                     WIDE_FIXED=(flags["HAS_P"] and not flags["HAS_K"] and not flags["SELECT"]
+                                 and dtype == ALL_VARIANTS_DTYPE)),
                 target, 8)
     # the one-launch kernels' pass A as the launch table runs it on a GPU (``candone``,
     # ``sparseone``: 2048-entry tiles, prefix sums only)
@@ -234,10 +238,16 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             out["wide_round_pivot_rows"] = _compile(wide.wide_round_kernel, round_sig,
                 dict(BLOCK=128, LISTED=False, MERGE=False, NSEG_P2=nseg_p2, AHEAD=1,
                      PIVOT_ROWS=True), target, 4)
-        out["wide_narrow"] = _compile(wide.wide_narrow_kernel, {
-            "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
-            "part_f_ptr": "*fp32", "miss_ptr": "*i32", "nseg": "i32", "fit": "i32"},
-            dict(NSEG_P2=nseg_p2, LISTED=True), target, 4)
+        if dtype == ALL_VARIANTS_DTYPE:
+            # fixed-point masses (``widefixed``): the rounds' int64 accumulators
+            out["wide_round_fixed"] = _compile(wide.wide_round_kernel, round_sig,
+                dict(BLOCK=128, LISTED=False, MERGE=True, NSEG_P2=nseg_p2, AHEAD=1,
+                     FIXED=True), target, 4)
+        for fixed in (False, True) if dtype == ALL_VARIANTS_DTYPE else (False,):
+            out["wide_narrow" + ("_fixed" if fixed else "")] = _compile(wide.wide_narrow_kernel, {
+                "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
+                "part_f_ptr": "*fp32", "miss_ptr": "*i32", "nseg": "i32", "fit": "i32"},
+                dict(NSEG_P2=nseg_p2, LISTED=True, FIXED=fixed), target, 4)
         for merge in (False, True):
             out["hist_band_count" + ("_merge" if merge else "")] = _compile(
                 hist_band.hist_band_count_kernel, {
@@ -279,14 +289,31 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                          KEY_SHIFT=key_shift, LISTED=False, AHEAD=1, PACKED=True,
                          LEAN=True, UNSWITCH=True, EXP2=True),
                     target, 1)
-            out["wide_search" + tag] = _compile(wide.wide_search_kernel, {
-                "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
-                "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "row_f_ptr": "*fp32",
-                "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "V": "i32", "stride_x": "i64",
-                "stride_out": "i64", "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}",
-                "seg_before_ptr": "*i32", "miss_ptr": "*i32", "arrive_ptr": "*i32"},
-                dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, BAND=band,
-                     KEY_SHIFT=key_shift if band else 0, LISTED=not band), target, 8)
+                if dtype != "float16":
+                    # fixed-point masses (``widefixed``): float32's compaction, bfloat16's
+                    # keyed count (float16's shares its code)
+                    out["wide_compact_band_fixed"] = _compile(wide.wide_compact_kernel,
+                        compact_sig,
+                        dict(BLOCK=128 if dtype == "float32" else 256, CAP_SEG=cap_seg,
+                             NSEG_P2=nseg_p2, SPARSE=0, BAND=True, FLAT=dtype == "float32",
+                             KEY_SHIFT=key_shift, LISTED=False, AHEAD=1, PACKED=True,
+                             LEAN=True, UNSWITCH=True, FIXED=True),
+                        target, 1)
+            # fixed-point masses (``widefixed``): the band's search (bfloat16: its keyed
+            # finish) and, float32, the search after the rounds with its full-row fallback
+            fixed_too = dtype == ALL_VARIANTS_DTYPE or (band and dtype == "bfloat16")
+            for fixed in (False, True) if fixed_too else (False,):
+                out["wide_search" + tag + ("_fixed" if fixed else "")] = _compile(
+                    wide.wide_search_kernel, {
+                        "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
+                        "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "row_f_ptr": "*fp32",
+                        "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "V": "i32",
+                        "stride_x": "i64", "stride_out": "i64", "fill": "fp32", "nseg": "i32",
+                        "out_ptr": f"*{ty}", "seg_before_ptr": "*i32", "miss_ptr": "*i32",
+                        "arrive_ptr": "*i32"},
+                    dict(BLOCK=block, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, BAND=band,
+                         KEY_SHIFT=key_shift if band else 0, LISTED=not band, FIXED=fixed),
+                    target, 8)
     common = {"x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
               "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "seg_before_ptr": "*i32", "V": "i32",
               "stride_x": "i64", "seg_len": "i32"}

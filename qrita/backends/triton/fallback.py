@@ -5,6 +5,7 @@ import triton
 import triton.language as tl
 
 from qrita.backends.triton.primitives import (
+    fixed_weight,
     full_row_round,
     narrow,
     quarter_pivots,
@@ -36,20 +37,23 @@ def compact_interval(row_ptr, V, lo, hi, cand_val, cand_idx, BLOCK: tl.constexpr
 def full_row_search(row_ptr, V, lo, hi, cnt_lo, cnt_hi, mass_hi, k_target, mass_target,
                     row_max, inf_mode, cand_val, cand_idx,
                     BLOCK: tl.constexpr, CAP: tl.constexpr, USE_MASS: tl.constexpr,
-                    NEED_MASS: tl.constexpr, SMALLEST: tl.constexpr):
+                    NEED_MASS: tl.constexpr, SMALLEST: tl.constexpr, FIXED: tl.constexpr = False):
     """Exact fallback: find the boundary key T in (lo, hi] reading the whole row.
 
     Invariant: the predicate holds at lo and fails at hi; ``cnt_lo`` / ``cnt_hi`` are the row's
     counts of keys above lo / hi and ``mass_hi`` the weight above hi. Quaternary rounds (one read
     each) narrow the interval until one key is left or at most CAP entries are inside; those are
     compacted and the search finishes in registers.
+    FIXED: masses (``mass_hi``, ``mass_target``, the returned weight) are int64 fixed-point sums
+    (:func:`~.primitives.fixed_weight`).
     Returns T, count above T, weight above T, count above T - 1, full-row rounds.
     """
     rounds = 0
     while (hi - lo > 1) & (cnt_lo - cnt_hi > CAP):
         piv = quarter_pivots(lo, hi)
         counts, masses, key_min, key_max = full_row_round(row_ptr, V, piv, lo, hi, row_max,
-                                                          inf_mode, BLOCK, NEED_MASS, SMALLEST)
+                                                          inf_mode, BLOCK, NEED_MASS, SMALLEST,
+                                                          FIXED)
         if USE_MASS:
             holds = masses >= mass_target
         else:
@@ -78,10 +82,12 @@ def full_row_search(row_ptr, V, lo, hi, cnt_lo, cnt_hi, mass_hi, k_target, mass_
         cx = tl.load(cand_val + offs_c, mask=member, other=0.0)
         ckey = rank_key(cx, SMALLEST)
         cw = weights_of(cx, row_max, inf_mode)
+        if FIXED:
+            cw = fixed_weight(cw)
         T, r = search_in_registers(ckey, cw, member, lo, hi, cnt_hi, mass_hi, k_target,
                                    mass_target, USE_MASS)
         cnt_gt_t = cnt_hi + tl.sum((member & (ckey > T)).to(tl.int32), axis=0)
-        mass_gt_t = mass_hi + tl.sum(tl.where(member & (ckey > T), cw, 0.0), axis=0)
+        mass_gt_t = mass_hi + tl.sum(tl.where(member & (ckey > T), cw, 0), axis=0)
         cnt_gt_below = cnt_gt_t + tl.sum((member & (ckey == T)).to(tl.int32), axis=0)
         tl.debug_barrier()
     return T, cnt_gt_t, mass_gt_t, cnt_gt_below, rounds
@@ -94,6 +100,18 @@ def top_p_budget(target, mass_gt_t, weight_t, copies):
     need = tl.ceil((target - mass_gt_t) / tl.maximum(weight_t, 1e-38))
     need = tl.minimum(tl.maximum(need, 1.0), copies.to(tl.float32))
     return need.to(tl.int32)
+
+
+@triton.jit
+def top_p_budget_fixed(target, mass_gt_t, weight_t, copies):
+    """:func:`top_p_budget` in fixed point (int64 target, mass and weight: the integers of
+    :func:`~.primitives.fixed_target` and :func:`~.primitives.fixed_weight`): copy j is kept iff
+    mass_gt_t + j * weight_t < target, so ceil((target - mass_gt_t) / weight_t) copies, at least
+    one and at most ``copies``; a weight of 0 (below 2^-40) keeps every copy."""
+    short = tl.maximum(target - mass_gt_t, 1)
+    need = (short + tl.maximum(weight_t, 1) - 1) // tl.maximum(weight_t, 1)
+    need = tl.where(weight_t > 0, need, copies.to(tl.int64))
+    return tl.minimum(need, copies.to(tl.int64)).to(tl.int32)
 
 
 @triton.jit

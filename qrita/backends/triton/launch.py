@@ -30,6 +30,7 @@ from qrita.backends.triton.pipeline import (
     write_mask_kernel,
     write_select_kernel,
 )
+from qrita.backends.triton.primitives import FIXED_MAX_VOCAB
 from qrita.backends.triton.reject_split import (
     reject_split_check_kernel,
     reject_split_stats_kernel,
@@ -49,6 +50,7 @@ __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", 
            "one_launch", "chunk_rows", "interpreting"]
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
+HIST_SMALL_BINS = 512  # the count histogram's bins at ``histsmall`` batches (``histband``'s)
 WIDE_BLOCK = 128  # tile of the wide rounds: 16 per-lane pivot counters and masses per entry
 #: top-k + top-p: the per-row search in two launches (``threshold_kernel`` STAGE 1: the dense
 #: search only, 112 registers; STAGE 2: the pending rows' other paths), one launch otherwise
@@ -127,7 +129,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     (``writecut=1x0``, default), or the band kernel's register limit (``bandregs=Rx0``,
     NVIDIA; default 128, ``0x0`` none), or the wide compaction's loop without NaN terms where
     no NaN key is reached (``wideunswitch=1x0``; off) and its band weights by exp2
-    (``wideexp2=1x0``; off)."""
+    (``wideexp2=1x0``; off), or the wide stage's masses in fixed point (``widefixed=1x0``;
+    off) and, with them, the band from the one-launch count histogram at batches of at most B
+    rows (``histsmall=Bx0``; off)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -234,6 +238,11 @@ class PipelineConfig:
     # no NaN key (``wideunswitch``), and its band masses' weights by exp2 (``wideexp2``)
     wide_unswitch: bool = False
     wide_exp2: bool = False
+    # the wide stage's masses as int64 fixed-point sums, exact in any order (``widefixed``)
+    wide_fixed: bool = False
+    # with them, batches of at most this many rows place the band from the one-launch count
+    # histogram (``histsmall``; 0: never)
+    hist_small_batch: int = 0
     # the mask write of wide rows: a segment whose copies of T are all kept, or none, keeps
     # the entries at or above one key, with no ranks and no count per tile (``writecut``)
     write_cut: bool = False
@@ -319,6 +328,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_lean = _table_override("widelean", (1, 0))[0] == 1  # as on the GPU
         wide_unswitch = _table_override("wideunswitch", (0, 0))[0] == 1  # as on the GPU
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1  # as on the GPU
+        wide_fixed = _table_override("widefixed", (0, 0))[0] == 1  # as on the GPU
+        hist_small_batch = _table_override("histsmall", (0, 0))[0]  # as on the GPU
         round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1  # as on the GPU
         write_cut = _table_override("writecut", (1, 0))[0] == 1  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
@@ -489,6 +500,22 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # results below 2^-126 (those weigh 0 instead of a subnormal): with ``wideunswitch``
         # 172 -> 160 (fp32), 241 -> 221 (keyed). Off until timed
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1
+        # ``widefixed=1x0``: every mass of the wide top-p stage (the band's, the rounds', the
+        # search's and its fallback's) an int64 sum of fixed-point weights trunc(w * 2^40)
+        # (``primitives.fixed_weight``): exact in any order, so no answer depends on where the
+        # band lies, how a row is split into segments, programs or lanes, or the batch; the
+        # band's placement and the stage's splits may then follow B. sm90 SASS as launched, the
+        # band compaction's loop (fp32, 128 x 1 FLAT, with wideunswitch + wideexp2) 160 -> 185
+        # instructions per tile. Off until timed (written without a device, thirty-fifth
+        # session); V <= 2^23 (the sums' int64 range)
+        wide_fixed = _table_override("widefixed", (0, 0))[0] == 1
+        # ``histsmall=Bx0`` (with ``widefixed``, whose answers do not depend on the band):
+        # batches of at most B rows place the band from the count histogram in one launch
+        # (``histone``; 512 bins unless ``histband`` sets them), larger ones from the sample.
+        # The histogram's measured gains were at small batches only (graph us above: B = 1
+        # 163 -> 117, B = 8 163 -> 125, B = 64 196 -> 194; B = 1024 1484 -> 1760). Off until
+        # timed with the fixed-point masses
+        hist_small_batch = _table_override("histsmall", (0, 0))[0]
         # ``roundrows=1x0``: the 16-way rounds keep their per-lane counts and masses as
         # (16 pivots, tile) instead of (tile, 16), so a tile's entry stays in the lane that
         # loaded it (sm90 SASS, 128 x 4: the (tile, 16) form moves every tile through shared
@@ -601,6 +628,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           round_merge=round_merge, wide_packed=wide_packed,
                           wide_lean=wide_lean, round_pivot_rows=round_pivot_rows,
                           wide_unswitch=wide_unswitch, wide_exp2=wide_exp2,
+                          wide_fixed=wide_fixed and vocab <= FIXED_MAX_VOCAB,
+                          hist_small_batch=hist_small_batch
+                          if wide_fixed and vocab <= FIXED_MAX_VOCAB else 0,
                           write_cut=write_cut,
                           ahead=tuple(min(max(n, 1), 4) for n in ahead),
                           ahead_small=tuple(min(max(n, 1), 4) for n in ahead_small),
@@ -634,10 +664,20 @@ def _small_cap_config(cfg: PipelineConfig) -> PipelineConfig:
     return replace(cfg, cap_seg=max(cfg.cap_small // cfg.nseg_p2, 16), cap_small=0)
 
 
-def call_config(cfg: PipelineConfig, vocab: int, k, p) -> PipelineConfig:
+@functools.lru_cache(maxsize=256)
+def _small_batch_hist_config(cfg: PipelineConfig) -> PipelineConfig:
+    return replace(cfg, hist_bins=cfg.hist_bins or HIST_SMALL_BINS, hist_one_launch=True,
+                   hist_small_batch=0)
+
+
+def call_config(cfg: PipelineConfig, vocab: int, k, p, batch: int = 0) -> PipelineConfig:
     """The config one call runs with: ``cfg``, or for top-k alone with a scalar k that takes the
     small-k search, ``cfg`` with ``cap_small`` slots per row (only scratch size and speed depend
-    on it, never the answer: an overflowing segment sends its row to the exact fallback)."""
+    on it, never the answer: an overflowing segment sends its row to the exact fallback); or,
+    with top-p and fixed-point masses at a batch of at most ``hist_small_batch`` rows, ``cfg``
+    with the band from the one-launch count histogram (only speed depends on the band there)."""
+    if p is not None and 0 < batch <= cfg.hist_small_batch:
+        return _small_batch_hist_config(cfg)
     if (cfg.cap_small <= 0 or p is not None or k is None or isinstance(k, torch.Tensor)
             or not small_k_search(cfg, vocab, int(k))):
         return cfg
@@ -690,6 +730,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                 flags, SMALLEST=smallest, SELECT=select, WIDE=wide, BLOCK=cfg.block, **seg,
                 DENSE=min(dense, cfg.cap), SAMPLE=cfg.sample,
                 RETRY=retry and not again, ONLY_RETRY=again, STAGE=stage,
+                WIDE_FIXED=wide and cfg.wide_fixed,
                 num_warps=cfg.warps_search if stage == 2 else warps_search)
     sparse_wide = cfg.sparse if cfg.sparse_wide < 0 else cfg.sparse_wide
     for band in (True, False):
@@ -705,10 +746,14 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        and block_c % 32 == 0 and block_c <= 256,
                                        LEAN=cfg.wide_lean,
                                        UNSWITCH=cfg.wide_unswitch and cfg.wide_lean,
-                                       EXP2=cfg.wide_exp2 and cfg.wide_lean and band,
-                                       num_warps=warps_c)
+                                       # (not with fixed-point masses: every weight of
+                                       # the stage must be computed alike)
+                                       EXP2=cfg.wide_exp2 and cfg.wide_lean and band
+                                       and not cfg.wide_fixed,
+                                       FIXED=cfg.wide_fixed, num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
-                                      LISTED=listed and not band, num_warps=cfg.warps_search)
+                                      LISTED=listed and not band, FIXED=cfg.wide_fixed,
+                                      num_warps=cfg.warps_search)
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
                         num_warps=cfg.warps_band,
                         **({"maxnreg": cfg.regs_band} if cfg.regs_band else {}))
@@ -721,10 +766,10 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     plan["round"] = dict(BLOCK=min(cfg.block_round, cfg.block), LISTED=listed,
                          MERGE=cfg.round_merge and not listed, AHEAD=ahead[1],
                          PIVOT_ROWS=cfg.round_pivot_rows,
-                         NSEG_P2=next_pow2(cfg.nseg * cfg.round_split),
+                         NSEG_P2=next_pow2(cfg.nseg * cfg.round_split), FIXED=cfg.wide_fixed,
                          num_warps=cfg.warps_round or cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split), LISTED=listed,
-                          num_warps=cfg.warps_stream)
+                          FIXED=cfg.wide_fixed, num_warps=cfg.warps_stream)
     return plan
 
 
@@ -734,14 +779,17 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     Size per row: cap candidates x 8 bytes + 60 bytes per segment + 36 bytes, i.e.
     O(B x cap), never O(V) per program (the 36 bytes: 52 since the band kernel reads the row mass);
     with top-p's wide stage, 32 words per segment and round part, 16 more (``wide.KEY_PART``,
-    the keyed band's value counts, 16-bit rows).
+    the keyed band's value counts, 16-bit rows); with its fixed-point masses (``widefixed``)
+    16 more per segment and round part (int64 masses), and ``cutoff`` two words per row so that
+    ``row_f`` and ``part_f`` start 8-byte aligned (every other width is even).
     """
     names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
              "part_f", "miss", "arrive", "row_info")
-    widths = (1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 8,
+    fixed = wide and cfg.wide_fixed
+    widths = (2 if fixed else 1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 8,
               cfg.nseg * max(cfg.round_split * 32, KEY_PART.value if cfg.key_shift else 0)
               if wide else 0,
-              cfg.nseg * cfg.round_split * 16 if wide else 0,
+              cfg.nseg * cfg.round_split * 16 * (2 if fixed else 1) if wide else 0,
               2 if wide else 0,  # the rows the band missed: a count, then their indices
               1 if wide else 0,  # each row's arrival counter in the rounds (``round_merge``)
               0 if row_info is not None else ROW_INFO)
@@ -1369,7 +1417,7 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     if (p is None and k is not None and row_info is None and out.data_ptr() != x.data_ptr()
             and one_launch(batch, x)):
         return _launch_topk_mask_one(x, out, k, fill, cfg)
-    cfg = call_config(cfg, vocab, k, p)
+    cfg = call_config(cfg, vocab, k, p, batch)
     cand_val, cand_idx, seg_i, seg_before, row_info, site = _search(
         x, k, p, cfg, smallest=False, select=False, out=out, sel_val=None, sel_idx=None,
         fill=fill, row_info=row_info)

@@ -48,6 +48,18 @@ SEG_F: tl.constexpr = tl.constexpr(4)  # per segment floats: max, mass, candidat
 SEG_I: tl.constexpr = tl.constexpr(8)  # per segment ints: candidates, +inf, +inf candidates, max key, cutoff key
 ROW_I: tl.constexpr = tl.constexpr(16)  # per row ints: mode, T, budget, candidates, rounds, wide interval
 ROW_F: tl.constexpr = tl.constexpr(8)  # per row floats (wide stage): max, target, +inf mode, mass above hi, row mass
+# (and, with fixed-point masses, the int64 mass above hi in words 6-7: :func:`mass_hi_ptr`)
+
+
+@triton.jit
+def mass_hi_ptr(row_f_ptr, row64, FIXED: tl.constexpr):
+    """A wide row's mass above hi: row_f[3] (float32), or (FIXED, the wide stage's fixed-point
+    masses) the int64 in row_f[6:8] (a row's 8 words are 32 bytes: it is 8-byte aligned where
+    row_f is)."""
+    if FIXED:
+        return row_f_ptr.to(tl.pointer_type(tl.int64)) + row64 * (ROW_F // 2) + 3
+    else:
+        return row_f_ptr + row64 * ROW_F + 3
 
 
 @triton.jit
@@ -459,6 +471,7 @@ def threshold_kernel(
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
     SAMPLE: tl.constexpr, RETRY: tl.constexpr, ONLY_RETRY: tl.constexpr, STAGE: tl.constexpr,
+    WIDE_FIXED: tl.constexpr = False,
 ):
     """Boundary key and tie budget of one row (steps 3-5), the retry's choice, or the full-row
     fallback (step 7).
@@ -487,6 +500,9 @@ def threshold_kernel(
     above hi, row mass);
     seg_before_ptr : (B, S, 2) int32 ties and kept entries in earlier segments;
     cutoff_ptr : (B,) int32, written for retried rows.
+    WIDE_FIXED (with WIDE): the wide stage sums masses in fixed point (``wide``'s FIXED); a
+    wide row's interval then starts at the row's top when pass A's candidates fall short (their
+    float32 mass is not a fixed-point sum), with the mass above it 0 (:func:`mass_hi_ptr`).
     """
     row = tl.program_id(0)
     go = row >= 0
@@ -500,7 +516,7 @@ def threshold_kernel(
                       out_ptr, sel_val_ptr, sel_idx_ptr, row_i_ptr, row_f_ptr, seg_before_ptr,
                       cutoff_ptr, row, HAS_K, K_ARRAY, HAS_P, P_ARRAY, SMALLEST,
                       SELECT, WIDE, BLOCK, CAP_SEG, NSEG_P2, DENSE, SAMPLE, RETRY,
-                      ONLY_RETRY, STAGE)
+                      ONLY_RETRY, STAGE, WIDE_FIXED)
 
 
 @triton.jit
@@ -526,6 +542,7 @@ def threshold_row(
     SMALLEST: tl.constexpr, SELECT: tl.constexpr, WIDE: tl.constexpr, BLOCK: tl.constexpr,
     CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, DENSE: tl.constexpr,
     SAMPLE: tl.constexpr, RETRY: tl.constexpr, RETRIED: tl.constexpr, STAGE: tl.constexpr,
+    WIDE_FIXED: tl.constexpr = False,
 ):
     """:func:`threshold_kernel`'s work for one row (RETRIED: the row's second pass A; STAGE:
     as there)."""
@@ -619,6 +636,10 @@ def threshold_row(
                     if WIDE:  # the segmented stage resolves it (wide.py): a band first, then rounds
                         mode = zero_i + 3
                         info = row_i_ptr + row64 * ROW_I
+                        if WIDE_FIXED:  # from the row's top, mass 0 above it (exact)
+                            hi = key_max.to(tl.int64)
+                            cnt_hi = zero_i
+                            tl.store(mass_hi_ptr(row_f_ptr, row64, True), zero_i.to(tl.int64))
                         # the band (5-6) is placed by wide_band_kernel, a launch of its own
                         # (this kernel's registers would leave it one program per SM)
                         tl.store(info + 9, (lo + 1).to(tl.int32))
@@ -629,7 +650,7 @@ def threshold_row(
                         tl.store(row_f_ptr + row64 * ROW_F + 0, row_max)
                         tl.store(row_f_ptr + row64 * ROW_F + 1, target)
                         tl.store(row_f_ptr + row64 * ROW_F + 2, inf_mode.to(tl.float32))
-                        tl.store(row_f_ptr + row64 * ROW_F + 3, mass_hi)
+                        tl.store(mass_hi_ptr(row_f_ptr, row64, False), mass_hi)
                         tl.store(row_f_ptr + row64 * ROW_F + 4, row_mass)
                     else:
                         T_p, cnt_gt_p, mass_gt_p, cnt_ge_p, r = full_row_search(

@@ -39,6 +39,14 @@ SEARCH_SPLIT = tl.constexpr(os.environ.get("QRITA_SEARCH_SPLIT", "1") != "0")
 #: QRITA_SEARCH_SPLIT_ROWS=0 gives them the (N, 4) reduction per round (the form before)
 SEARCH_SPLIT_ROWS = tl.constexpr(os.environ.get("QRITA_SEARCH_SPLIT_ROWS", "1") != "0")
 SAMPLE_CHUNKS = tl.constexpr(16)  # the σ-cutoff's sample: this many chunks spread over the row
+#: fixed-point masses (the wide stage's ``FIXED``, the launch table's ``widefixed``): a float32
+#: weight w in [0, 1] counts as the int64 trunc(w * 2^FIXED_BITS), every mass is an int64 sum of
+#: those, exact in any order (docs/algorithm.md §7, "Fixed-point masses"). Entries lose less than
+#: 2^-40 each: V * 2^-40 against a row mass of at least 1 (the max's weight), 1.2e-7 at V = 2^17;
+#: sums stay below 2^63 for V <= 2^23 (FIXED_MAX_VOCAB; the launch table keeps float masses above)
+FIXED_BITS = tl.constexpr(40)
+FIXED_SCALE = tl.constexpr(1099511627776.0)  # 2^FIXED_BITS, a power of two: w * it is exact
+FIXED_MAX_VOCAB = 1 << 23
 #: the σ-cutoff's order statistic up to this rank by repeated max-reductions
 #: (:func:`kth_distinct_key`); measuring knob, read once at import: QRITA_CUTOFF_SMALL=0 takes
 #: the pivot rounds at every rank (the form before the twelfth session)
@@ -93,6 +101,20 @@ def weights_of(x, row_max, inf_mode):
     w = tl.where(finite, tl.exp(tl.where(finite, x, 0.0) - row_max), 0.0)
     w_inf = tl.where(x == float("inf"), 1.0, 0.0)
     return tl.where(inf_mode, w_inf, w)
+
+
+@triton.jit
+def fixed_weight(w):
+    """The int64 fixed-point weight trunc(w * 2^FIXED_BITS) of float32 weights w >= 0 (exact:
+    the scaling is by a power of two, the truncation of a float below 2^63 to an integer)."""
+    return (w * FIXED_SCALE).to(tl.int64)
+
+
+@triton.jit
+def fixed_target(target):
+    """The int64 ceil(target * 2^FIXED_BITS) of a float32 target mass >= 0: a fixed-point mass m
+    (an integer) reaches the target exactly when m >= it."""
+    return tl.math.ceil(target * FIXED_SCALE).to(tl.int64)
 
 
 @triton.jit
@@ -157,8 +179,8 @@ def _split_round(keys, w, member, lo, hi, base_count, base_mass, k_target, mass_
     for j in tl.static_range(1, 4):
         piv = lo + ((hi - lo) * j) // 4
         above = member & (keys > tl.maximum(piv, KEY_NAN).to(tl.int32))
-        if USE_MASS:
-            holds = base_mass + tl.sum(tl.where(above, w, 0.0), axis=0) >= mass_target
+        if USE_MASS:  # (the literal 0 keeps w's type: float32, or int64 fixed-point masses)
+            holds = base_mass + tl.sum(tl.where(above, w, 0), axis=0) >= mass_target
         else:
             holds = base_count + tl.sum(above.to(tl.int32), axis=0) >= k_target
         holds = holds | (piv == lo)  # (as :func:`narrow`: a pivot at lo narrows nothing)
@@ -175,7 +197,8 @@ def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target
 
     Finds the boundary key T in (lo, hi]: the largest q with predicate(q - 1) true, where
     predicate(q) = base_count + #(key > q) >= k_target   (top-k), or
-                   base_mass + Σ w(key > q) >= mass_target (top-p).
+                   base_mass + Σ w(key > q) >= mass_target (top-p; w, base_mass and mass_target
+                   float32, or int64 fixed-point masses: :func:`fixed_weight`).
     Each round tests three pivots at 1/4, 1/2, 3/4 of the interval, then snaps the interval to the
     smallest and largest candidate key inside it; one distinct key left means T is found.
     FUSED (top-k only): each round's counts and snap in one reduction
@@ -208,7 +231,7 @@ def search_in_registers(keys, w, member, lo, hi, base_count, base_mass, k_target
             else:
                 above = member[:, None] & (keys[:, None].to(tl.int64) > piv[None, :])
             if USE_MASS:
-                mass = base_mass + tl.sum(tl.where(above, w[:, None], 0.0), axis=0)
+                mass = base_mass + tl.sum(tl.where(above, w[:, None], 0), axis=0)
                 holds = mass >= mass_target
             else:
                 count = base_count + tl.sum(above.to(tl.int32), axis=0)
@@ -310,11 +333,12 @@ def upper_bound_value(last):
 
 @triton.jit
 def full_row_round(row_ptr, V, piv, lo, hi, row_max, inf_mode, BLOCK: tl.constexpr,
-                   NEED_MASS: tl.constexpr, SMALLEST: tl.constexpr):
+                   NEED_MASS: tl.constexpr, SMALLEST: tl.constexpr, FIXED: tl.constexpr = False):
     """One read of the row: count (and mass) above each of 4 pivots, and the smallest and largest
-    key inside (lo, hi] (to snap the interval onto occupied keys)."""
+    key inside (lo, hi] (to snap the interval onto occupied keys). FIXED: the masses as int64
+    fixed-point sums (:func:`fixed_weight`)."""
     counts = tl.zeros([4], dtype=tl.int32)
-    masses = tl.zeros([4], dtype=tl.float32)
+    masses = tl.zeros([4], dtype=tl.int64 if FIXED else tl.float32)
     key_min = KEY_MAX
     key_max = KEY_NAN
     piv32 = tl.maximum(piv, KEY_NAN).to(tl.int32)  # lane 0 may be KEY_NAN - 1: its count is unused
@@ -327,7 +351,10 @@ def full_row_round(row_ptr, V, piv, lo, hi, row_max, inf_mode, BLOCK: tl.constex
         counts += tl.sum(above.to(tl.int32), axis=0)
         if NEED_MASS:
             w = weights_of(x, row_max, inf_mode)
-            masses += tl.sum(tl.where(above, w[:, None], 0.0), axis=0)
+            if FIXED:
+                masses += tl.sum(tl.where(above, fixed_weight(w)[:, None], 0), axis=0)
+            else:
+                masses += tl.sum(tl.where(above, w[:, None], 0.0), axis=0)
         inside = valid & (key.to(tl.int64) > lo) & (key.to(tl.int64) <= hi)
         key_min = tl.minimum(key_min, tl.min(tl.where(inside, key, KEY_MAX), axis=0))
         key_max = tl.maximum(key_max, tl.max(tl.where(inside, key, KEY_NAN), axis=0))

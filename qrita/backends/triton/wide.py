@@ -17,8 +17,14 @@ only.
 import triton
 import triton.language as tl
 
-from qrita.backends.triton.fallback import full_row_search, top_p_budget, write_row_decide
+from qrita.backends.triton.fallback import (
+    full_row_search,
+    top_p_budget,
+    top_p_budget_fixed,
+    write_row_decide,
+)
 from qrita.backends.triton.one_launch import arrive_last
+from qrita.backends.triton.pipeline import mass_hi_ptr
 from qrita.backends.triton.primitives import (
     KEY_FLOOR,
     KEY_MAX,
@@ -26,6 +32,8 @@ from qrita.backends.triton.primitives import (
     SEARCH_SPLIT,
     band_interval,
     compact_tile,
+    fixed_target,
+    fixed_weight,
     int32_bounds,
     key_to_value,
     lower_bound_value,
@@ -62,6 +70,16 @@ def _above_slot(slot, KEY_SHIFT: tl.constexpr):
 
 
 @triton.jit
+def _masses_ptr(part_f_ptr, FIXED: tl.constexpr):
+    """The segments' mass words, slot * WAYS + j: part_f's float32, or (FIXED) int64 fixed-point
+    masses in the same buffer, twice as wide then (``launch._workspace``)."""
+    if FIXED:
+        return part_f_ptr.to(tl.pointer_type(tl.int64))
+    else:
+        return part_f_ptr
+
+
+@triton.jit
 def wide_pivots(lo, hi):
     """Lane j of 16 holds lo + (hi - lo) * j // 16 (int64); lane 0 is lo itself."""
     lanes = tl.arange(0, WAYS).to(tl.int64)
@@ -77,14 +95,17 @@ def _interval(row_i_ptr, row64):
 
 
 @triton.jit
-def _search_state(row_i_ptr, row_f_ptr, row64):
-    """A wide row's interval (lo, hi], counts above lo / hi, target mass and mass above hi."""
+def _search_state(row_i_ptr, row_f_ptr, row64, FIXED: tl.constexpr = False):
+    """A wide row's interval (lo, hi], counts above lo / hi, target mass and mass above hi
+    (FIXED: both int64 fixed-point, :func:`~.primitives.fixed_target`)."""
     info = row_i_ptr + row64 * ROW_I
     lo, hi = _interval(row_i_ptr, row64)
     cnt_lo = tl.load(info + 7)
     cnt_hi = tl.load(info + 8)
     target = tl.load(row_f_ptr + row64 * ROW_F + 1)
-    mass_hi = tl.load(row_f_ptr + row64 * ROW_F + 3)
+    if FIXED:
+        target = fixed_target(target)
+    mass_hi = tl.load(mass_hi_ptr(row_f_ptr, row64, FIXED))
     return lo, hi, cnt_lo, cnt_hi, target, mass_hi
 
 
@@ -193,9 +214,11 @@ def wide_round_kernel(
     part_i_ptr, part_f_ptr, miss_ptr, arrive_ptr,
     BLOCK: tl.constexpr, LISTED: tl.constexpr = False, MERGE: tl.constexpr = False,
     NSEG_P2: tl.constexpr = 1, AHEAD: tl.constexpr = 1, PIVOT_ROWS: tl.constexpr = False,
+    FIXED: tl.constexpr = False,
 ):
     """One segment's count and mass above each of 16 pivots of its row's interval, and the
-    smallest / largest key inside the interval. part_i : (B, S, 32) int32, part_f : (B, S, 16).
+    smallest / largest key inside the interval. part_i : (B, S, 32) int32, part_f : (B, S, 16)
+    (FIXED: int64 fixed-point masses, :func:`_masses_ptr`).
     A row whose interval is one key, or holds at most ``fit`` entries (the compaction after the
     rounds takes them), is settled: its programs return at once (:func:`_narrowing`).
     LISTED: grid (G, S), the rows the band missed (listed at miss_ptr by
@@ -211,17 +234,18 @@ def wide_round_kernel(
         for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
             _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
                        part_f_ptr, arrive_ptr, tl.load(miss_ptr + 1 + i), BLOCK, MERGE,
-                       NSEG_P2, AHEAD, PIVOT_ROWS)
+                       NSEG_P2, AHEAD, PIVOT_ROWS, FIXED)
     else:
         _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
                    part_f_ptr, arrive_ptr, tl.program_id(0), BLOCK, MERGE, NSEG_P2, AHEAD,
-                   PIVOT_ROWS)
+                   PIVOT_ROWS, FIXED)
 
 
 @triton.jit
 def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr, part_f_ptr,
                arrive_ptr, row, BLOCK: tl.constexpr, MERGE: tl.constexpr,
-               NSEG_P2: tl.constexpr, AHEAD: tl.constexpr, PIVOT_ROWS: tl.constexpr):
+               NSEG_P2: tl.constexpr, AHEAD: tl.constexpr, PIVOT_ROWS: tl.constexpr,
+               FIXED: tl.constexpr):
     """:func:`wide_round_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -234,12 +258,13 @@ def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_pt
         piv = wide_pivots(lo, hi)
         piv32 = tl.maximum(piv, KEY_NAN).to(tl.int32)  # lane 0 may be KEY_NAN - 1: unused
         # per-lane accumulators, reduced once after the loop (no cross-thread work per tile)
+        MASS_TY: tl.constexpr = tl.int64 if FIXED else tl.float32
         lane_counts = tl.zeros([BLOCK, WAYS], dtype=tl.int32)
-        lane_masses = tl.zeros([BLOCK, WAYS], dtype=tl.float32)
+        lane_masses = tl.zeros([BLOCK, WAYS], dtype=MASS_TY)
         # PIVOT_ROWS: the same accumulators as (WAYS, BLOCK), so an entry stays in its
         # thread's lane (the 1-D tile's layout) and is compared with all 16 pivots there
         lane_counts_t = tl.zeros([WAYS, BLOCK], dtype=tl.int32)
-        lane_masses_t = tl.zeros([WAYS, BLOCK], dtype=tl.float32)
+        lane_masses_t = tl.zeros([WAYS, BLOCK], dtype=MASS_TY)
         lane_key_min = tl.full([BLOCK], KEY_MAX, tl.int32)
         lane_key_max = tl.full([BLOCK], KEY_NAN, tl.int32)
         lo32 = tl.maximum(lo, KEY_NAN).to(tl.int32)  # key > lo, as int32 (lo >= KEY_NAN - 1)
@@ -258,14 +283,16 @@ def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_pt
             x = x.to(tl.float32)
             key = rank_key(x, False)
             w = weights_of(x, row_max, inf_mode)
+            if FIXED:
+                w = fixed_weight(w)
             if PIVOT_ROWS:
                 above_t = valid[None, :] & (key[None, :] > piv32[:, None])
                 lane_counts_t += above_t.to(tl.int32)
-                lane_masses_t += tl.where(above_t, w[None, :], 0.0)
+                lane_masses_t += tl.where(above_t, w[None, :], 0)
             else:
                 above = valid[:, None] & (key[:, None] > piv32[None, :])
                 lane_counts += above.to(tl.int32)
-                lane_masses += tl.where(above, w[:, None], 0.0)
+                lane_masses += tl.where(above, w[:, None], 0)
             inside = valid & ((key > lo32) | (lo < KEY_NAN)) & (key <= hi)
             lane_key_min = tl.minimum(lane_key_min, tl.where(inside, key, KEY_MAX))
             lane_key_max = tl.maximum(lane_key_max, tl.where(inside, key, KEY_NAN))
@@ -282,19 +309,19 @@ def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_pt
         tl.store(part_i_ptr + slot * PART + lanes, counts)
         tl.store(part_i_ptr + slot * PART + WAYS, key_min)
         tl.store(part_i_ptr + slot * PART + WAYS + 1, key_max)
-        tl.store(part_f_ptr + slot * WAYS + lanes, masses)
+        tl.store(_masses_ptr(part_f_ptr, FIXED) + slot * WAYS + lanes, masses)
         if MERGE:
             if arrive_last(arrive_ptr, row64, nseg):
                 tl.store(arrive_ptr + row64, 0)
                 _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
-                            NSEG_P2)
+                            NSEG_P2, FIXED)
 
 
 @triton.jit
 def wide_narrow_kernel(
     row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, miss_ptr,
     nseg, fit,
-    NSEG_P2: tl.constexpr, LISTED: tl.constexpr = False,
+    NSEG_P2: tl.constexpr, LISTED: tl.constexpr = False, FIXED: tl.constexpr = False,
 ):
     """Merge the segments' pivot counts in a fixed order and narrow the row's interval
     (LISTED: grid (G,), the listed rows shared among the programs; else grid (B,))."""
@@ -302,20 +329,20 @@ def wide_narrow_kernel(
         n_listed = tl.load(miss_ptr)
         for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
             _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit,
-                        tl.load(miss_ptr + 1 + i), NSEG_P2)
+                        tl.load(miss_ptr + 1 + i), NSEG_P2, FIXED)
     else:
         _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, tl.program_id(0),
-                    NSEG_P2)
+                    NSEG_P2, FIXED)
 
 
 @triton.jit
 def _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
-                NSEG_P2: tl.constexpr):
+                NSEG_P2: tl.constexpr, FIXED: tl.constexpr):
     """:func:`wide_narrow_kernel`'s work for one row."""
     row64 = (row * 0).to(tl.int64) + row
     info = row_i_ptr + row64 * ROW_I
     mode = tl.load(info)
-    lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
+    lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64, FIXED)
     if _narrowing(row_i_ptr, row64, mode, lo, hi, fit):  # as in wide_round_kernel
         segs = tl.arange(0, NSEG_P2)
         ok = segs < nseg
@@ -323,8 +350,8 @@ def _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
         base = (row64 * nseg + segs) * PART
         counts = tl.sum(tl.load(part_i_ptr + base[:, None] + lanes[None, :], mask=ok[:, None],
                                 other=0), axis=0)
-        masses = tl.sum(tl.load(part_f_ptr + (row64 * nseg + segs)[:, None] * WAYS
-                                + lanes[None, :], mask=ok[:, None], other=0.0), axis=0)
+        masses = tl.sum(tl.load(_masses_ptr(part_f_ptr, FIXED) + (row64 * nseg + segs)[:, None]
+                                * WAYS + lanes[None, :], mask=ok[:, None], other=0), axis=0)
         key_min = tl.min(tl.load(part_i_ptr + base + WAYS, mask=ok, other=KEY_MAX), axis=0)
         key_max = tl.max(tl.load(part_i_ptr + base + WAYS + 1, mask=ok, other=KEY_NAN), axis=0)
         piv = wide_pivots(lo, hi)
@@ -341,21 +368,23 @@ def _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
         tl.store(info + 6, hi.to(tl.int32))
         tl.store(info + 7, new_cnt_lo)
         tl.store(info + 8, new_cnt_hi)
-        tl.store(row_f_ptr + row64 * ROW_F + 3, new_mass_hi)
+        tl.store(mass_hi_ptr(row_f_ptr, row64, FIXED), new_mass_hi)
 
 
 @triton.jit
 def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i_ptr,
                        part_f_ptr, row64, seg, nseg, b_lo, b_hi, first_value,
                        BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr, LEAN: tl.constexpr,
-                       EXP2: tl.constexpr = False, UNSWITCH: tl.constexpr = False):
+                       EXP2: tl.constexpr = False, UNSWITCH: tl.constexpr = False,
+                       FIXED: tl.constexpr = False):
     """One segment's count of each value of a keyed band (b_lo, b_hi] (part_i[slot * KEY_PART
     + j]: value first_value + j), its count and mass above the band (part_i[... + KEY_BINS],
     part_f[slot * WAYS]) and the band's entries (seg_i). Integer counts: exact, in any order.
     LEAN: the band's and the above tests as float compares (a keyed band lies above NaN's key,
     :func:`keyed_band`), tiles padded with NaN, the weights without weights_of's guards (as in
     :func:`_compact_row`). UNSWITCH (LEAN): a row without +inf entries runs a loop without the
-    +inf weights and with the band's value index from the bits (:func:`_count_values_loop`)."""
+    +inf weights and with the band's value index from the bits (:func:`_count_values_loop`).
+    FIXED: the mass above as an int64 fixed-point sum (:func:`_masses_ptr`)."""
     row_x = x_ptr + row64 * stride_x
     row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
     inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
@@ -367,7 +396,7 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
     first_value32 = first_value.to(tl.int32)
     value_counts = tl.zeros([KEY_BINS], tl.int32)
     lane_above = tl.zeros([BLOCK], tl.int32)
-    lane_mass_above = tl.zeros([BLOCK], tl.float32)
+    lane_mass_above = tl.zeros([BLOCK], tl.int64 if FIXED else tl.float32)
     seg_start = seg * seg_len
     lanes = tl.arange(0, BLOCK)
     plain = False
@@ -377,16 +406,16 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
         value_counts, lane_above, lane_mass_above = _count_values_loop(
             row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
             last_value_f, after_value_f, first_value32, row_max, inf_mode, value_counts,
-            lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, True)
+            lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, True, FIXED)
     else:
         value_counts, lane_above, lane_mass_above = _count_values_loop(
             row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
             last_value_f, after_value_f, first_value32, row_max, inf_mode, value_counts,
-            lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, False)
+            lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, False, FIXED)
     slot = row64 * nseg + seg
     tl.store(part_i_ptr + slot * KEY_PART + tl.arange(0, KEY_BINS), value_counts)
     tl.store(part_i_ptr + _above_slot(slot, KEY_SHIFT), tl.sum(lane_above, axis=0))
-    tl.store(part_f_ptr + slot * WAYS + 0, tl.sum(lane_mass_above, axis=0))
+    tl.store(_masses_ptr(part_f_ptr, FIXED) + slot * WAYS + 0, tl.sum(lane_mass_above, axis=0))
     tl.store(seg_i_ptr + slot * SEG_I, tl.sum(value_counts, axis=0))
 
 
@@ -395,7 +424,7 @@ def _count_values_loop(row_x, V, seg_start, seg_len, lanes, first, last, after, 
                        last_value_f, after_value_f, first_value32, row_max, inf_mode,
                        value_counts, lane_above, lane_mass_above, BLOCK: tl.constexpr,
                        KEY_SHIFT: tl.constexpr, LEAN: tl.constexpr, EXP2: tl.constexpr,
-                       PLAIN: tl.constexpr):
+                       PLAIN: tl.constexpr, FIXED: tl.constexpr):
     """:func:`_count_band_values`'s loop over one segment's tiles; returns (value_counts,
     lane_above, lane_mass_above) carried on from the arguments. PLAIN (LEAN, a row without
     +inf entries): the weights exp's alone, and an entry's value index from its bits: -0.0
@@ -428,7 +457,10 @@ def _count_values_loop(row_x, V, seg_start, seg_len, lanes, first, last, after, 
             above = valid & (key >= after)
             w = weights_of(x, row_max, inf_mode)
         lane_above += above.to(tl.int32)
-        lane_mass_above += tl.where(above, w, 0.0)
+        if FIXED:
+            lane_mass_above += tl.where(above, fixed_weight(w), 0)
+        else:
+            lane_mass_above += tl.where(above, w, 0.0)
         value_counts += tl.histogram((key >> KEY_SHIFT) - first_value32, KEY_BINS, mask=inside)
     return value_counts, lane_above, lane_mass_above
 
@@ -442,6 +474,7 @@ def wide_compact_kernel(
     BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
     LISTED: tl.constexpr = False, AHEAD: tl.constexpr = 1, PACKED: tl.constexpr = False,
     LEAN: tl.constexpr = False, UNSWITCH: tl.constexpr = False, EXP2: tl.constexpr = False,
+    FIXED: tl.constexpr = False,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -468,7 +501,9 @@ def wide_compact_kernel(
     guard is summed: no order key per entry, the same entries, weights and sums. UNSWITCH
     (LEAN): a row whose interval and band reach no NaN key and that holds no +inf runs a loop
     without the NaN terms and the +inf weights (the same entries and sums). EXP2 (LEAN, BAND): the weights summed as exp2 (:func:`_compact_loop`;
-    those below 2^-126 weigh 0), in the keyed count too.
+    those below 2^-126 weigh 0), in the keyed count too. FIXED (BAND): the masses as int64
+    fixed-point sums (:func:`~.primitives.fixed_weight`, :func:`_masses_ptr`): exact, so they
+    do not depend on where the band lies or how the row is split.
     """
     if BAND:
         if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
@@ -479,12 +514,12 @@ def wide_compact_kernel(
             _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                          cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
                          tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT,
-                         KEY_SHIFT, AHEAD, PACKED, LEAN, UNSWITCH, EXP2)
+                         KEY_SHIFT, AHEAD, PACKED, LEAN, UNSWITCH, EXP2, FIXED)
     else:
         _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                      cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, tl.program_id(0), BLOCK,
                      CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD, PACKED, LEAN,
-                     UNSWITCH, EXP2)
+                     UNSWITCH, EXP2, FIXED)
 
 
 @triton.jit
@@ -493,7 +528,7 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                  CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
                  BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr,
                  AHEAD: tl.constexpr, PACKED: tl.constexpr, LEAN: tl.constexpr,
-                 UNSWITCH: tl.constexpr, EXP2: tl.constexpr):
+                 UNSWITCH: tl.constexpr, EXP2: tl.constexpr, FIXED: tl.constexpr):
     """:func:`wide_compact_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -508,7 +543,8 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                 if keyed:
                     _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr,
                                        part_i_ptr, part_f_ptr, row64, seg, nseg, b_lo, b_hi,
-                                       first_value, BLOCK, KEY_SHIFT, LEAN, EXP2, UNSWITCH)
+                                       first_value, BLOCK, KEY_SHIFT, LEAN, EXP2, UNSWITCH,
+                                       FIXED)
     if (mode == 3) & (not keyed):
         lo, hi = _interval(row_i_ptr, row64)
         cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
@@ -517,8 +553,8 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
         row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
         inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
         lane_above = tl.zeros([BLOCK], tl.int32)
-        lane_mass_above = tl.zeros([BLOCK], tl.float32)
-        lane_mass_band = tl.zeros([BLOCK], tl.float32)
+        lane_mass_above = tl.zeros([BLOCK], tl.int64 if FIXED else tl.float32)
+        lane_mass_band = tl.zeros([BLOCK], tl.int64 if FIXED else tl.float32)
         lanes = tl.arange(0, BLOCK)
         if FLAT:
             lanes = lanes ^ (mode - 3)  # mode is 3 here: the same lanes, contiguity unknown
@@ -543,19 +579,20 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                 row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
                 after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
                 cand_idx_ptr + cand, count, lane_above, lane_mass_above, lane_mass_band,
-                BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, False, EXP2)
+                BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, False, EXP2, FIXED)
         else:
             count, lane_above, lane_mass_above, lane_mass_band = _compact_loop(
                 row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
                 after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
                 cand_idx_ptr + cand, count, lane_above, lane_mass_above, lane_mass_band,
-                BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, True, EXP2)
+                BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, True, EXP2, FIXED)
         slot = row64 * nseg + seg
         tl.store(seg_i_ptr + slot * SEG_I, count)
         if BAND:
             tl.store(part_i_ptr + _above_slot(slot, KEY_SHIFT), tl.sum(lane_above, axis=0))
-            tl.store(part_f_ptr + slot * WAYS + 0, tl.sum(lane_mass_above, axis=0))
-            tl.store(part_f_ptr + slot * WAYS + 1, tl.sum(lane_mass_band, axis=0))
+            masses = _masses_ptr(part_f_ptr, FIXED) + slot * WAYS
+            tl.store(masses + 0, tl.sum(lane_mass_above, axis=0))
+            tl.store(masses + 1, tl.sum(lane_mass_band, axis=0))
 
 
 @triton.jit
@@ -564,7 +601,8 @@ def _compact_loop(row_x, V, seg, seg_len, lanes, first, last, after, first_value
                   cand_idx_ptr, count, lane_above, lane_mass_above, lane_mass_band,
                   BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, SPARSE: tl.constexpr,
                   BAND: tl.constexpr, AHEAD: tl.constexpr, PACKED: tl.constexpr,
-                  LEAN: tl.constexpr, NAN_TERMS: tl.constexpr, EXP2: tl.constexpr):
+                  LEAN: tl.constexpr, NAN_TERMS: tl.constexpr, EXP2: tl.constexpr,
+                  FIXED: tl.constexpr):
     """:func:`_compact_row`'s loop over one segment's tiles: appends the entries of the interval
     to the segment's slots (cand_val_ptr / cand_idx_ptr: the segment's first slot) and, with
     BAND, sums per lane the count and mass above the band and the band's mass. Returns
@@ -573,7 +611,8 @@ def _compact_loop(row_x, V, seg, seg_len, lanes, first, last, after, first_value
     ``nan_above`` false) and it holds no +inf (``inf_mode`` false), so the tests are the float
     compares alone and the weights exp's. EXP2 (LEAN, BAND): the
     weights as exp2((x - max) · log2 e), which is exp's own computation without its fix-up for
-    results below 2^-126 (those weigh 0): 3 instructions per entry fewer (sm90 SASS)."""
+    results below 2^-126 (those weigh 0): 3 instructions per entry fewer (sm90 SASS). FIXED
+    (BAND): the lane masses int64, of :func:`~.primitives.fixed_weight`'s weights."""
     seg_start = seg * seg_len
     # (LEAN: NaN past V, which no float compare takes)
     OTHER: tl.constexpr = float("nan") if LEAN else 0.0
@@ -608,17 +647,21 @@ def _compact_loop(row_x, V, seg, seg_len, lanes, first, last, after, first_value
                 if NAN_TERMS:
                     above = above_values | tl.where(nan_above, valid & (x != x), False)
                     w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), w_finite)
-                    lane_mass_above += tl.where(above_values, w, 0.0)
-                    lane_mass_band += tl.where(in_values, w, 0.0)
                 else:  # (no +inf entry either: the caller's condition)
                     above = above_values
-                    lane_mass_above += tl.where(above_values, w_finite, 0.0)
-                    lane_mass_band += tl.where(in_values, w_finite, 0.0)
+                    w = w_finite
+                if FIXED:
+                    w = fixed_weight(w)
+                # (the literal 0 keeps w's type: float32, or int64 with FIXED)
+                lane_mass_above += tl.where(above_values, w, 0)
+                lane_mass_band += tl.where(in_values, w, 0)
             else:
                 above = valid & (key >= after)
                 w = weights_of(x, row_max, inf_mode)
-                lane_mass_above += tl.where(above, w, 0.0)
-                lane_mass_band += tl.where(take, w, 0.0)
+                if FIXED:
+                    w = fixed_weight(w)
+                lane_mass_above += tl.where(above, w, 0)
+                lane_mass_band += tl.where(take, w, 0)
             lane_above += above.to(tl.int32)
         n_tile = tl.sum(take.to(tl.int32), axis=0)
         if n_tile > 0:
@@ -644,8 +687,9 @@ def _store_ties(seg_before_ptr, row64, nseg, seg_ties, NSEG_P2: tl.constexpr):
 @triton.jit
 def _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg, lo, hi,
                       cnt_hi, mass_hi, target, row_max, inf_mode, zero_i,
-                      CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr):
-    """Every entry of (lo, hi] is in the candidate slots: search and count ties there (mode 4)."""
+                      CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, FIXED: tl.constexpr):
+    """Every entry of (lo, hi] is in the candidate slots: search and count ties there (mode 4).
+    FIXED: mass_hi and target int64 fixed-point, the candidates' weights too."""
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
     j = tl.arange(0, CAP)
     seg_of = j // CAP_SEG
@@ -654,15 +698,20 @@ def _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg
     cx = tl.load(cand_val_ptr + row64 * CAP + j, mask=member, other=0.0)
     ckey = rank_key(cx, False)
     cw = weights_of(cx, row_max, inf_mode)
+    if FIXED:
+        cw = fixed_weight(cw)
     T = hi.to(tl.int32)
     if hi - lo > 1:
         T, r = search_in_registers(ckey, cw, member, lo, hi, cnt_hi, mass_hi, zero_i, target,
                                    True, SPLIT=SEARCH_SPLIT)
     at_t = member & (ckey == T)
-    mass_gt = mass_hi + tl.sum(tl.where(member & (ckey > T), cw, 0.0), axis=0)
+    mass_gt = mass_hi + tl.sum(tl.where(member & (ckey > T), cw, 0), axis=0)
     copies = tl.sum(at_t.to(tl.int32), axis=0)
-    w_t = tl.max(tl.where(at_t, cw, 0.0), axis=0)
-    budget = top_p_budget(target, mass_gt, w_t, copies)
+    w_t = tl.max(tl.where(at_t, cw, 0), axis=0)
+    if FIXED:
+        budget = top_p_budget_fixed(target, mass_gt, w_t, copies)
+    else:
+        budget = top_p_budget(target, mass_gt, w_t, copies)
     seg_ties = tl.sum(tl.reshape(at_t.to(tl.int32), [NSEG_P2, CAP_SEG]), axis=1)
     _store_ties(seg_before_ptr, row64, nseg, seg_ties, NSEG_P2)
     tl.store(info + 0, 4)
@@ -672,12 +721,15 @@ def _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg
 
 @triton.jit
 def _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, hi, copies, mass_hi, target,
-                    row_max, inf_mode, NSEG_P2: tl.constexpr):
+                    row_max, inf_mode, NSEG_P2: tl.constexpr, FIXED: tl.constexpr):
     """One key left whose copies overflow the slots: every copy is T, and the compaction counted
-    each segment's copies (past the capacity too)."""
+    each segment's copies (past the capacity too). FIXED: masses int64 fixed-point."""
     T = hi.to(tl.int32)
     w_t = weights_of(key_to_value(T), row_max, inf_mode)
-    budget = top_p_budget(target, mass_hi, w_t, copies)
+    if FIXED:
+        budget = top_p_budget_fixed(target, mass_hi, fixed_weight(w_t), copies)
+    else:
+        budget = top_p_budget(target, mass_hi, w_t, copies)
     _store_ties(seg_before_ptr, row64, nseg, seg_cnt, NSEG_P2)
     tl.store(info + 0, 4)
     tl.store(info + 1, T)
@@ -694,17 +746,25 @@ def _value_counts(part_i_ptr, row64, nseg, NSEG_P2: tl.constexpr):
 
 
 @triton.jit
-def _value_masses(counts, first_value, row_max, inf_mode, KEY_SHIFT: tl.constexpr):
+def _value_masses(counts, first_value, row_max, inf_mode, KEY_SHIFT: tl.constexpr,
+                  FIXED: tl.constexpr = False):
     """Each value's mass, its count times its weight (every copy of a value weighs the same);
-    0 for a value with no copies (one far above the row's max would weigh exp(> 88) = inf)."""
+    0 for a value with no copies (one far above the row's max would weigh exp(> 88) = inf).
+    FIXED: int64, the count times the value's fixed-point weight (exactly the sum of its
+    copies' fixed-point weights)."""
     keys = value_key(first_value + tl.arange(0, KEY_BINS), KEY_SHIFT)
-    mass = counts.to(tl.float32) * weights_of(key_to_value(keys), row_max, inf_mode)
-    return tl.where(counts > 0, mass, 0.0)
+    w = weights_of(key_to_value(keys), row_max, inf_mode)
+    if FIXED:
+        mass = counts.to(tl.int64) * fixed_weight(tl.where(counts > 0, w, 0.0))
+    else:
+        mass = counts.to(tl.float32) * w
+    return tl.where(counts > 0, mass, 0)
 
 
 @triton.jit
 def _finish_keyed(part_i_ptr, info, seg_before_ptr, row64, nseg, first_value, mass_above,
-                  target, row_max, inf_mode, KEY_SHIFT: tl.constexpr, NSEG_P2: tl.constexpr):
+                  target, row_max, inf_mode, KEY_SHIFT: tl.constexpr, NSEG_P2: tl.constexpr,
+                  FIXED: tl.constexpr):
     """A keyed band that holds T: T is its largest occupied value whose mass from the top (the
     mass above the band, then the band's values downwards) reaches the target, else its smallest
     occupied value (as the pivot search decides, :func:`search_in_registers`); the tie budget
@@ -712,17 +772,20 @@ def _finish_keyed(part_i_ptr, info, seg_before_ptr, row64, nseg, first_value, ma
     bins = tl.arange(0, KEY_BINS)
     seg_counts = _value_counts(part_i_ptr, row64, nseg, NSEG_P2)
     counts = tl.sum(seg_counts, axis=0)
-    mass = _value_masses(counts, first_value, row_max, inf_mode, KEY_SHIFT)
+    mass = _value_masses(counts, first_value, row_max, inf_mode, KEY_SHIFT, FIXED)
     occupied = counts > 0
     mass_from_top = mass_above + tl.cumsum(mass, axis=0, reverse=True)
     t_bin = tl.max(tl.where(occupied & (mass_from_top >= target), bins, -1), axis=0)
     t_bin = tl.where(t_bin < 0, tl.min(tl.where(occupied, bins, KEY_BINS), axis=0), t_bin)
     at_t = bins == t_bin
     copies = tl.sum(tl.where(at_t, counts, 0), axis=0)
-    mass_gt = mass_above + tl.sum(tl.where(bins > t_bin, mass, 0.0), axis=0)
+    mass_gt = mass_above + tl.sum(tl.where(bins > t_bin, mass, 0), axis=0)
     T = value_key(first_value + t_bin, KEY_SHIFT)
     w_t = weights_of(key_to_value(T), row_max, inf_mode)
-    budget = top_p_budget(target, mass_gt, w_t, copies)
+    if FIXED:
+        budget = top_p_budget_fixed(target, mass_gt, fixed_weight(w_t), copies)
+    else:
+        budget = top_p_budget(target, mass_gt, w_t, copies)
     seg_ties = tl.sum(tl.where(at_t[None, :], seg_counts, 0), axis=1)
     _store_ties(seg_before_ptr, row64, nseg, seg_ties, NSEG_P2)
     tl.store(info + 0, 4)
@@ -736,7 +799,7 @@ def wide_search_kernel(
     V, stride_x, stride_out, fill, nseg,
     out_ptr, seg_before_ptr, miss_ptr, arrive_ptr,
     BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, BAND: tl.constexpr,
-    KEY_SHIFT: tl.constexpr = 0, LISTED: tl.constexpr = False,
+    KEY_SHIFT: tl.constexpr = 0, LISTED: tl.constexpr = False, FIXED: tl.constexpr = False,
 ):
     """Finish a wide row from its compacted interval: pivot search and tie counting (mode 4, the
     segments write the row).
@@ -755,6 +818,8 @@ def wide_search_kernel(
     LISTED (after the rounds): grid (G,), the listed rows shared among the programs; else grid
     (B,). BAND also zeroes each row's arrival counter for the rounds (arrive_ptr : (B,) int32,
     :func:`wide_round_kernel`'s MERGE).
+    FIXED: every mass an int64 fixed-point sum (:func:`~.primitives.fixed_weight`), the target
+    :func:`~.primitives.fixed_target`: exact, so the answer does not depend on the band.
     """
     if BAND:
         tl.store(arrive_ptr + tl.program_id(0), 0)
@@ -764,19 +829,20 @@ def wide_search_kernel(
             _search_row(x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr,
                         part_i_ptr, part_f_ptr, V, stride_x, stride_out, fill, nseg, out_ptr,
                         seg_before_ptr, miss_ptr, tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG,
-                        NSEG_P2, BAND, KEY_SHIFT)
+                        NSEG_P2, BAND, KEY_SHIFT, FIXED)
     else:
         _search_row(x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr,
                     part_i_ptr, part_f_ptr, V, stride_x, stride_out, fill, nseg, out_ptr,
                     seg_before_ptr, miss_ptr, tl.program_id(0), BLOCK, CAP_SEG, NSEG_P2, BAND,
-                    KEY_SHIFT)
+                    KEY_SHIFT, FIXED)
 
 
 @triton.jit
 def _search_row(x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_ptr, part_i_ptr,
                 part_f_ptr, V, stride_x, stride_out, fill, nseg, out_ptr, seg_before_ptr,
                 miss_ptr, row, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr,
-                NSEG_P2: tl.constexpr, BAND: tl.constexpr, KEY_SHIFT: tl.constexpr):
+                NSEG_P2: tl.constexpr, BAND: tl.constexpr, KEY_SHIFT: tl.constexpr,
+                FIXED: tl.constexpr):
     """:func:`wide_search_kernel`'s work for one row."""
     CAP: tl.constexpr = NSEG_P2 * CAP_SEG
     zero_i = row * 0
@@ -793,22 +859,23 @@ def _search_row(x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_p
         if BAND:
             b_lo, b_hi = _interval(row_i_ptr, row64)
             target = tl.load(row_f_ptr + row64 * ROW_F + 1)
+            if FIXED:
+                target = fixed_target(target)
             part = (row64 * nseg + segs)
+            masses = _masses_ptr(part_f_ptr, FIXED) + part * WAYS
             if KEY_SHIFT > 0:
                 first_value, keyed = keyed_band(b_lo, b_hi, KEY_SHIFT)
             else:
                 first_value, keyed = b_lo, mode < 0
-            mass_above = tl.sum(tl.load(part_f_ptr + part * WAYS + 0, mask=seg_ok, other=0.0),
-                                axis=0)
+            mass_above = tl.sum(tl.load(masses + 0, mask=seg_ok, other=0), axis=0)
             cnt_above = tl.sum(tl.load(part_i_ptr + _above_slot(part, KEY_SHIFT), mask=seg_ok,
                                        other=0), axis=0)
             if keyed:
                 value_counts = _value_counts(part_i_ptr, row64, nseg, NSEG_P2)
                 mass_band = tl.sum(_value_masses(tl.sum(value_counts, axis=0), first_value,
-                                                 row_max, inf_mode, KEY_SHIFT), axis=0)
+                                                 row_max, inf_mode, KEY_SHIFT, FIXED), axis=0)
             else:
-                mass_band = tl.sum(tl.load(part_f_ptr + part * WAYS + 1, mask=seg_ok,
-                                           other=0.0), axis=0)
+                mass_band = tl.sum(tl.load(masses + 1, mask=seg_ok, other=0), axis=0)
             n_band = tl.sum(seg_cnt, axis=0)
             # the interval pass A proved, (lo, hi], with its counts above lo / hi
             lo = tl.load(info + 9).to(tl.int64) - 1
@@ -823,20 +890,20 @@ def _search_row(x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_p
             in_band = (not t_above) & (not t_below)
             if keyed & in_band & (n_band > 0):
                 _finish_keyed(part_i_ptr, info, seg_before_ptr, row64, nseg, first_value,
-                              mass_above, target, row_max, inf_mode, KEY_SHIFT, NSEG_P2)
+                              mass_above, target, row_max, inf_mode, KEY_SHIFT, NSEG_P2, FIXED)
                 tl.store(info + 13, 1)
             elif (not keyed) & in_band & fits:
                 _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
                                   b_lo, b_hi, cnt_above, mass_above, target, row_max, inf_mode,
-                                  zero_i, CAP_SEG, NSEG_P2)
+                                  zero_i, CAP_SEG, NSEG_P2, FIXED)
                 tl.store(info + 13, 1)
             elif (not keyed) & in_band & (b_hi - b_lo == 1):
                 _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, b_hi, n_band,
-                                mass_above, target, row_max, inf_mode, NSEG_P2)
+                                mass_above, target, row_max, inf_mode, NSEG_P2, FIXED)
                 tl.store(info + 13, 1)
             else:
                 # the interval pass A proved, narrowed by the band's exact counts and masses
-                mass_hi = tl.load(row_f_ptr + row64 * ROW_F + 3)
+                mass_hi = tl.load(mass_hi_ptr(row_f_ptr, row64, FIXED))
                 lo = tl.where(t_above, b_hi, tl.where(t_below, lo, b_lo))
                 hi = tl.where(t_above, hi, tl.where(t_below, b_lo, b_hi))
                 cnt_lo = tl.where(t_above, cnt_above,
@@ -849,26 +916,31 @@ def _search_row(x_ptr, cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, row_f_p
                 tl.store(info + 6, hi.to(tl.int32))
                 tl.store(info + 7, cnt_lo)
                 tl.store(info + 8, cnt_hi)
-                tl.store(row_f_ptr + row64 * ROW_F + 3, mass_hi)
+                tl.store(mass_hi_ptr(row_f_ptr, row64, FIXED), mass_hi)
                 listed = tl.atomic_add(miss_ptr, 1)
                 tl.store(miss_ptr + 1 + listed, row)
         else:
-            lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64)
+            lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64,
+                                                                    FIXED)
             row_x = x_ptr + row64 * stride_x
             if fits:
                 _finish_compacted(cand_val_ptr, seg_i_ptr, info, seg_before_ptr, row64, nseg,
                                   lo, hi, cnt_hi, mass_hi, target, row_max, inf_mode, zero_i,
-                                  CAP_SEG, NSEG_P2)
+                                  CAP_SEG, NSEG_P2, FIXED)
             elif hi - lo == 1:
                 _finish_one_key(seg_cnt, info, seg_before_ptr, row64, nseg, hi, cnt_lo - cnt_hi,
-                                mass_hi, target, row_max, inf_mode, NSEG_P2)
+                                mass_hi, target, row_max, inf_mode, NSEG_P2, FIXED)
             else:
                 T, cnt_gt, mass_gt, cnt_ge, r = full_row_search(
                     row_x, V, lo, hi, cnt_lo, cnt_hi, mass_hi, zero_i, target, row_max,
                     inf_mode, cand_val_ptr + row64 * CAP, cand_idx_ptr + row64 * CAP, BLOCK,
-                    CAP, True, True, False)
+                    CAP, True, True, False, FIXED)
                 w_t = weights_of(key_to_value(T), row_max, inf_mode)
-                budget = top_p_budget(target, mass_gt, w_t, cnt_ge - cnt_gt)
+                if FIXED:
+                    budget = top_p_budget_fixed(target, mass_gt, fixed_weight(w_t),
+                                                cnt_ge - cnt_gt)
+                else:
+                    budget = top_p_budget(target, mass_gt, w_t, cnt_ge - cnt_gt)
                 write_row_decide(row_x, out_ptr + row64 * stride_out, V, T, budget, fill, BLOCK,
                                  False)
                 tl.store(info + 0, 2)
