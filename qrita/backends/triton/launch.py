@@ -504,10 +504,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # search's and its fallback's) an int64 sum of fixed-point weights trunc(w * 2^40)
         # (``primitives.fixed_weight``): exact in any order, so no answer depends on where the
         # band lies, how a row is split into segments, programs or lanes, or the batch; the
-        # band's placement and the stage's splits may then follow B. sm90 SASS as launched, the
-        # band compaction's loop (fp32, 128 x 1 FLAT, with wideunswitch + wideexp2) 160 -> 185
-        # instructions per tile. Off until timed (written without a device, thirty-fifth
-        # session); V <= 2^23 (the sums' int64 range)
+        # band's placement and the stage's splits may then follow B. sm90 SASS as launched
+        # (``benchmarks/sass_loops.py``), the band compaction's loop, fp32 128 x 1 FLAT,
+        # instructions per tile: 200 -> 223, with ``wideunswitch`` 172 -> 197 (``wideexp2`` is
+        # not used with it: every weight of the stage computed alike). Off until timed (written
+        # without a device, thirty-fifth session); V <= 2^23 (the sums' int64 range)
         wide_fixed = _table_override("widefixed", (0, 0))[0] == 1
         # ``histsmall=Bx0`` (with ``widefixed``, whose answers do not depend on the band):
         # batches of at most B rows place the band from the count histogram in one launch
