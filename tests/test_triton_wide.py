@@ -325,3 +325,41 @@ def test_fixed_band_masses_are_exact_sums(dtype, lean, flat):
         (run["band"]["part_f"][:, :, 0] + run["band"]["part_f"][:, :, 1]).sum(axis=1)[plain],
         run["below"]["part_f"][:, :, 0].sum(axis=1)[plain])
     assert plain[B // 2:].all() and (run["band"]["part_f"][B // 2:, :, 1] > 0).all()
+
+
+@pytest.mark.parametrize("batch", [1, 3, 5, 64, 65])
+def test_fixed_table_plans_and_workspace(monkeypatch, batch):
+    """The GPU launch table with ``widefixed=1x0,wideexp2=1x0,histsmall=64x0`` (built on the host,
+    no launch): every wide launch takes FIXED and none the exp2 weights (every weight of the stage
+    alike), pass A's search WIDE_FIXED; the workspace holds int64 masses 8-byte aligned at any
+    batch (twice the float parts); batches of at most 64 rows take the one-launch histogram band,
+    larger ones the sampled band; above V = 2^23 the table keeps float32 masses."""
+    from qrita.backends.triton import launch
+
+    table = "widefixed=1x0,wideexp2=1x0,histsmall=64x0"
+    V = 131072
+    monkeypatch.setenv("QRITA_LAUNCH_TABLE", "")
+    plain = launch._pipeline_config(V, torch.float32, False, "")
+    monkeypatch.setenv("QRITA_LAUNCH_TABLE", table)  # (read by the table; the argument keys its cache)
+    cfg = launch._pipeline_config(V, torch.float32, False, table)
+    assert cfg.wide_fixed and cfg.hist_small_batch == 64
+    assert not plain.wide_fixed and plain.hist_small_batch == 0
+    plan = launch._plan(cfg, False, False, True, True, False, False, True, False)
+    for name in ("compact_True", "compact_False", "search_True", "search_False", "round",
+                 "narrow"):
+        assert plan[name]["FIXED"] is True, name
+    assert plan["compact_True"]["EXP2"] is False
+    assert plan["threshold_False_0"]["WIDE_FIXED"] is True
+    ws = launch._workspace(batch, cfg, torch.device("cpu"), None, True)
+    ws_plain = launch._workspace(batch, plain, torch.device("cpu"), None, True)
+    for name in ("row_f", "part_f"):
+        assert ws[name].data_ptr() % 8 == 0, name
+    assert ws["part_f"].numel() == 2 * ws_plain["part_f"].numel()
+    run = launch.call_config(cfg, V, None, 0.9, batch)
+    if batch <= 64:
+        assert run.hist_bins == launch.HIST_SMALL_BINS and run.hist_one_launch
+    else:
+        assert run is cfg and not run.hist_bins
+    assert launch.call_config(plain, V, None, 0.9, batch) is plain
+    huge = launch._pipeline_config(2**23 + 1, torch.float32, False, table)
+    assert not huge.wide_fixed and huge.hist_small_batch == 0
