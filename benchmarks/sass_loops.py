@@ -13,6 +13,7 @@ Usage::
 
     python benchmarks/sass_loops.py --kernel compact --dtype float32
     python benchmarks/sass_loops.py --kernel compact --dtype bfloat16 --extra UNSWITCH=True,EXP2=True
+    QRITA_LAUNCH_TABLE=widefixed=1x0 python benchmarks/sass_loops.py --kernel round
     QRITA_LAUNCH_TABLE=wideunswitch=1x0 python benchmarks/sass_loops.py --kernel compact --show
 """
 
@@ -112,8 +113,22 @@ def build(kernel: str, dtype: str, vocab: int, extra: dict):
         fn = wide.wide_band_kernel
         sig = {"x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
                "stride_x": "i64", "max_band": "fp32"}
+    elif kernel == "round":
+        kwargs = dict(plan["round"])
+        fn = wide.wide_round_kernel
+        sig = {"x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
+               "stride_x": "i64", "seg_len": "i32", "fit": "i32", "part_i_ptr": "*i32",
+               "part_f_ptr": "*fp32", "miss_ptr": "*i32", "arrive_ptr": "*i32"}
+    elif kernel == "search":
+        kwargs = dict(plan["search_True"])
+        fn = wide.wide_search_kernel
+        sig = {"x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
+               "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "row_f_ptr": "*fp32",
+               "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "V": "i32", "stride_x": "i64",
+               "stride_out": "i64", "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}",
+               "seg_before_ptr": "*i32", "miss_ptr": "*i32", "arrive_ptr": "*i32"}
     else:
-        raise SystemExit(f"--kernel: compact, cand or band, not {kernel!r}")
+        raise SystemExit(f"--kernel: compact, cand, band, round or search, not {kernel!r}")
     options = {key: kwargs.pop(key) for key in ("num_warps", "maxnreg") if key in kwargs}
     kwargs.update(extra)
     return (compile_as_launched(fn, sig, kwargs, options, {"V", "stride_x", "seg_len"}),
@@ -122,7 +137,9 @@ def build(kernel: str, dtype: str, vocab: int, extra: dict):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kernel", default="compact", help="compact (the wide band's), cand (pass A) or band (its placement)")
+    parser.add_argument("--kernel", default="compact",
+                        help="compact (the wide band's), cand (pass A), band (its placement), "
+                             "round (the 16-way rounds) or search (the band's search)")
     parser.add_argument("--dtype", default="float32", choices=sorted(TYPES))
     parser.add_argument("--vocab", type=int, default=131072)
     parser.add_argument("--extra", default="", help="constexpr overrides, NAME=VALUE,... (Python literals)")
