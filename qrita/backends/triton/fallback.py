@@ -109,8 +109,8 @@ def top_p_budget_fixed(target, mass_gt_t, weight_t, copies):
     mass_gt_t + j * weight_t < target, so ceil((target - mass_gt_t) / weight_t) copies, at least
     one and at most ``copies``; a weight of 0 (below 2^-40) keeps every copy."""
     short = tl.maximum(target - mass_gt_t, 1)
-    need = (short + tl.maximum(weight_t, 1) - 1) // tl.maximum(weight_t, 1)
-    need = tl.where(weight_t > 0, need, copies.to(tl.int64))
+    step = tl.maximum(weight_t, 1)
+    need = tl.where(weight_t > 0, (short + step - 1) // step, copies.to(tl.int64))
     return tl.minimum(need, copies.to(tl.int64)).to(tl.int32)
 
 
