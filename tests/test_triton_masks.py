@@ -104,19 +104,24 @@ def _wide_edge_rows(rng, V: int, grammar_fracs: tuple[float, ...]) -> np.ndarray
     ])
 
 
+def _sample_offsets_host(V: int, sample: int) -> np.ndarray:
+    """The offsets of a row's σ-cutoff sample (``primitives.sample_offsets``) on the host."""
+    from qrita.backends.triton.primitives import SAMPLE_CHUNKS
+
+    chunks = int(SAMPLE_CHUNKS.value)
+    chunk = sample // chunks
+    lane = np.arange(sample)
+    offs = (lane // chunk) * max((V // chunks) // 16 * 16, chunk) + lane % chunk
+    return offs[offs < V]
+
+
 def _sample_misled_rows(rng, V: int, sample: int, levels=(2.5, 3.0, 3.5)) -> np.ndarray:
     """(len(levels), V) float32 rows whose σ-cutoff sample (``primitives.sample_offsets``, the
     first ``sample`` offsets) is N(0, 3^2) while every other entry lies near one level a little
     below the sample's top: the cutoff keeps a few sampled entries whose mass falls short of
     p = 0.5 or 0.9, so pass A proves the boundary below them (its candidates' count and mass
     above it) and the row goes wide from there."""
-    from qrita.backends.triton.primitives import SAMPLE_CHUNKS
-
-    chunks = SAMPLE_CHUNKS.value
-    chunk = sample // chunks
-    stride = max((V // chunks) // 16 * 16, chunk)
-    offs = np.array([(i // chunk) * stride + i % chunk for i in range(sample)])
-    offs = offs[offs < V]
+    offs = _sample_offsets_host(V, sample)
     rows = []
     for level in levels:
         x = (level + rng.normal(0.0, 0.05, size=V)).astype(np.float32)
@@ -243,17 +248,13 @@ def test_top_k_top_p_fallback_below_the_cutoff(monkeypatch):
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
-    from qrita.backends.triton.primitives import SAMPLE_CHUNKS
 
     table = launch_module.pipeline_config
     monkeypatch.setattr(launch_module, "pipeline_config",
                         lambda V, dtype: replace(table(V, dtype), retry_min_k=1 << 30))
     V, k = 2001, 50
     sample = launch_module.pipeline_config(V, torch.float32).sample
-    chunks = int(SAMPLE_CHUNKS.value)
-    chunk = sample // chunks
-    lane = np.arange(sample)
-    offs = (lane // chunk) * max((V // chunks) // 16 * 16, chunk) + lane % chunk
+    offs = _sample_offsets_host(V, sample)
     rng = np.random.default_rng(31)
     x = rng.normal(0.0, 1.0, (3, V)).astype(np.float32) - 20.0
     x[:, offs] = 10.0 + rng.normal(0.0, 1.0, (3, sample)).astype(np.float32)
