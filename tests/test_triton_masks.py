@@ -971,14 +971,19 @@ def test_wide_fixed_band_may_follow_the_batch(monkeypatch):
     from qrita.backends.triton import launch as launch_module
 
     table = _small_slots_table()
+    # at B <= 2 also another compaction tile (``widesmall``) and each segment's rounds split
+    # over two programs (``roundsmall``; one at B = 4)
     monkeypatch.setattr(launch_module, "pipeline_config",
                         lambda V, dtype: replace(table(V, dtype), wide_fixed=True,
-                                                 hist_small_batch=2))
+                                                 hist_small_batch=2, block_wide_small=64,
+                                                 round_split_small=2))
+    assert table(1001, torch.float32).round_split == 1
     monkeypatch.setenv("QRITA_ONE_LAUNCH_SCRATCH", "keep")
     monkeypatch.setattr(launch_module, "_KEPT_HIST", {})
     monkeypatch.setattr(launch_module, "_KEPT_HIST_VIEWS", {})
     launches = _site_launches(monkeypatch, hist_band.hist_band_count_kernel,
-                              wide.wide_band_kernel)
+                              wide.wide_band_kernel, wide.wide_compact_kernel,
+                              wide.wide_round_kernel)
     rng = np.random.default_rng(47)
     V = 1001
     x = np.concatenate([generators.zipf_logits(1, V, 1.1, rng),
@@ -997,6 +1002,14 @@ def test_wide_fixed_band_may_follow_the_batch(monkeypatch):
                                               stats.cpu().numpy()[row, :3])
     names = [kernel.fn.__name__ for kernel, _, _ in launches]
     assert "hist_band_count_kernel" in names and "wide_band_kernel" in names, set(names)
+    # the small batches' settings were launched, and the usual ones at B = 4
+    tiles = {kwargs["BLOCK"] for kernel, _, kwargs in launches
+             if kernel.fn.__name__ == "wide_compact_kernel" and kwargs["BAND"]}
+    assert tiles == {64, table(V, torch.float32).block_wide}, tiles
+    round_grids = {grid[1] for kernel, grid, _ in launches
+                   if kernel.fn.__name__ == "wide_round_kernel"}
+    nseg = table(V, torch.float32).nseg
+    assert round_grids == {nseg, 2 * nseg}, round_grids
 
 
 def test_pass_a_append_limit_for_large_k_calls(monkeypatch):

@@ -243,6 +243,11 @@ class PipelineConfig:
     # with them, batches of at most this many rows place the band from the one-launch count
     # histogram (``histsmall``; 0: never)
     hist_small_batch: int = 0
+    # at those batches, the band compaction's (tile, warps) and the rounds' programs per
+    # segment (``widesmall``, ``roundsmall``; 0: as at any batch)
+    block_wide_small: int = 0
+    warps_wide_small: int = 0
+    round_split_small: int = 0
     # the mask write of wide rows: a segment whose copies of T are all kept, or none, keeps
     # the entries at or above one key, with no ranks and no count per tile (``writecut``)
     write_cut: bool = False
@@ -319,6 +324,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_flat = False
         band_percent = 75
         round_split = 1
+        block_wide_small, warps_wide_small = _table_override("widesmall", (0, 0))
+        round_split_small = _table_override("roundsmall", (0, 0))[0]
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
         wide_list = 2  # fewer programs than missed rows: CI runs their loop over the list
         round_merge = _table_override("roundmerge", (1, 0))[0] == 1  # as on the GPU
@@ -517,6 +524,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 163 -> 117, B = 8 163 -> 125, B = 64 196 -> 194; B = 1024 1484 -> 1760). Off until
         # timed with the fixed-point masses
         hist_small_batch = _table_override("histsmall", (0, 0))[0]
+        # ``widesmall=TxW`` / ``roundsmall=Sx0`` (with ``histsmall``): at those batches the band
+        # compaction's (tile, warps) and the 16-way rounds' programs per segment. With the
+        # fixed-point masses no sum depends on them, so they may follow B. At B = 1 the
+        # compaction runs 16 one-warp programs over the row (31.7 us, fp32 zipf topp0.9, thirty-
+        # fourth session) and the rounds 32. Off until timed (thirty-sixth session)
+        block_wide_small, warps_wide_small = _table_override("widesmall", (0, 0))
+        round_split_small = _table_override("roundsmall", (0, 0))[0]
         # ``roundrows=1x0``: the 16-way rounds keep their per-lane counts and masses as
         # (16 pivots, tile) instead of (tile, 16), so a tile's entry stays in the lane that
         # loaded it (sm90 SASS, 128 x 4: the (tile, 16) form moves every tile through shared
@@ -632,6 +646,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           wide_fixed=wide_fixed and vocab <= FIXED_MAX_VOCAB,
                           hist_small_batch=hist_small_batch
                           if wide_fixed and vocab <= FIXED_MAX_VOCAB else 0,
+                          block_wide_small=min(block_wide_small, block),
+                          warps_wide_small=warps_wide_small,
+                          round_split_small=round_split_small
+                          if round_split_small > 0
+                          and seg_len % (round_split_small * block_round) == 0 else 0,
                           write_cut=write_cut,
                           ahead=tuple(min(max(n, 1), 4) for n in ahead),
                           ahead_small=tuple(min(max(n, 1), 4) for n in ahead_small),
@@ -668,7 +687,10 @@ def _small_cap_config(cfg: PipelineConfig) -> PipelineConfig:
 @functools.lru_cache(maxsize=256)
 def _small_batch_hist_config(cfg: PipelineConfig) -> PipelineConfig:
     return replace(cfg, hist_bins=cfg.hist_bins or HIST_SMALL_BINS, hist_one_launch=True,
-                   hist_small_batch=0)
+                   hist_small_batch=0, block_wide=cfg.block_wide_small or cfg.block_wide,
+                   warps_wide=cfg.warps_wide_small or cfg.warps_wide,
+                   round_split=cfg.round_split_small or cfg.round_split,
+                   block_wide_small=0, warps_wide_small=0, round_split_small=0)
 
 
 def call_config(cfg: PipelineConfig, vocab: int, k, p, batch: int = 0) -> PipelineConfig:
