@@ -329,14 +329,16 @@ def test_fixed_band_masses_are_exact_sums(dtype, lean, flat):
 
 @pytest.mark.parametrize("batch", [1, 3, 5, 64, 65])
 def test_fixed_table_plans_and_workspace(monkeypatch, batch):
-    """The GPU launch table with ``widefixed=1x0,wideexp2=1x0,histsmall=64x0`` (built on the host,
-    no launch): every wide launch takes FIXED and none the exp2 weights (every weight of the stage
-    alike), pass A's search WIDE_FIXED; the workspace holds int64 masses 8-byte aligned at any
-    batch (twice the float parts); batches of at most 64 rows take the one-launch histogram band,
-    larger ones the sampled band; above V = 2^23 the table keeps float32 masses."""
+    """The GPU launch table with ``widefixed=1x0,wideexp2=1x0,histsmall=64x0,widesmall=512x4,
+    roundsmall=8x0`` (built on the host, no launch): every wide launch takes FIXED and none the
+    exp2 weights (every weight of the stage alike), pass A's search WIDE_FIXED; the workspace
+    holds int64 masses 8-byte aligned at any batch (twice the float parts); batches of at most
+    64 rows take the one-launch histogram band, the small batches' compaction tile and warps and
+    round split (the workspace sized for it), larger ones the sampled band and the usual
+    settings; above V = 2^23 the table keeps float32 masses."""
     from qrita.backends.triton import launch
 
-    table = "widefixed=1x0,wideexp2=1x0,histsmall=64x0"
+    table = "widefixed=1x0,wideexp2=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0"
     V = 131072
     monkeypatch.setenv("QRITA_LAUNCH_TABLE", "")
     plain = launch._pipeline_config(V, torch.float32, False, "")
@@ -358,8 +360,17 @@ def test_fixed_table_plans_and_workspace(monkeypatch, batch):
     run = launch.call_config(cfg, V, None, 0.9, batch)
     if batch <= 64:
         assert run.hist_bins == launch.HIST_SMALL_BINS and run.hist_one_launch
+        assert (run.block_wide, run.warps_wide, run.round_split) == (512, 4, 8)
+        small_plan = launch._plan(run, False, False, True, True, False, False, True, False)
+        assert small_plan["compact_True"]["BLOCK"] == 512
+        assert small_plan["compact_True"]["num_warps"] == 4
+        assert small_plan["round"]["NSEG_P2"] == launch.next_pow2(cfg.nseg * 8)
+        ws_small = launch._workspace(batch, run, torch.device("cpu"), None, True)
+        assert ws_small["part_f"].numel() == 4 * ws["part_f"].numel()
     else:
         assert run is cfg and not run.hist_bins
+        assert (cfg.block_wide, cfg.warps_wide, cfg.round_split) == (
+            plain.block_wide, plain.warps_wide, plain.round_split)
     assert launch.call_config(plain, V, None, 0.9, batch) is plain
     huge = launch._pipeline_config(2**23 + 1, torch.float32, False, table)
     assert not huge.wide_fixed and huge.hist_small_batch == 0
