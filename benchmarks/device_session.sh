@@ -1085,10 +1085,16 @@ if [[ $stage == s36a ]]; then  # thirty-sixth session, call 1 (~480 s cold): the
   timeout "${KNOB_TESTS_S:-110}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
     tests/test_triton_wide.py tests/test_triton_masks.py -k "fixed" 2>&1 \
     | tee "$OUT/pytest_fixed.log" | grep -E "^E  |passed|failed" | cut -c1-300 | head -20
-  QRITA_LAUNCH_TABLE="${TABLE:-widefixed=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0}" \
-    gpu_tests s36a "${TESTS_S:-150}" \
+  QRITA_LAUNCH_POINTERS=1 QRITA_LAUNCH_TABLE="${TABLE:-widefixed=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0}" \
+    gpu_tests s36a "${TESTS_S:-150}" tests/test_fastlaunch.py::test_gpu_outputs_with_addresses \
     tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant \
     tests/test_triton_masks.py::test_gpu_batches tests/test_triton_masks.py::test_gpu_cuda_graph_capture_and_replay
+  # host time per eager call, tensors to the launcher as tensors (0) or addresses (1), alternated
+  for round in 1 2 3; do for ptr in 0 1; do
+    QRITA_LAUNCH_POINTERS=$ptr timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host_${ptr}_$round" \
+      --rows 12 --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9" 2>&1 \
+      | grep 'B=1' | sed "s/^/ptr=$ptr round $round: /"
+  done; done
   # shellcheck disable=SC2086
   PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-55}" prof_tables t_ topp0.9,topp0.99 zipf \
     ${TABLES:-default widefixed=1x0,histsmall=64x0 widefixed=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0}

@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     calls = {
         "topk50": lambda: ops.top_k_top_p_mask(x, 50, None),
         "topp0.9": lambda: ops.top_k_top_p_mask(x, None, 0.9),
+        "public topp0.9 mask": lambda: qrita.top_k_top_p_mask(x, None, 0.9),
         "public topk50 mask": lambda: qrita.top_k_top_p_mask(x, 50, None),
         "public top_k k50": lambda: qrita.top_k(x, 50),
         "ops.top_k k50 sorted": lambda: ops.top_k(x, 50),

@@ -9,6 +9,7 @@ capture, and the current device.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import random
@@ -330,6 +331,33 @@ def test_fast_path_launches_what_triton_launches(fake_gpu):
         assert f_lmeta is None and f_enter is None and f_exit is None  # the fast path ran
         assert s_enter is not None and not s_enter.calls  # Triton's default: an empty chain
     assert len(fastlaunch._kernels[id(kernel)].cache) == len(compiled)  # one entry per kernel
+
+
+def test_fast_path_passes_addresses_with_pointers_on(fake_gpu, monkeypatch):
+    """``QRITA_LAUNCH_POINTERS=1`` (``fastlaunch._POINTERS``): the fast path (``launch`` and
+    ``launch_site``) hands the launcher each tensor's address where Triton hands it the tensor,
+    every other value as it is (None pointers, ints, floats, bools)."""
+    monkeypatch.setattr(fastlaunch, "_POINTERS", True)
+    kernel, _, recorder, _ = fake_gpu
+    ts = _tensors()
+    cases = [((3,), (ts["f32"], ts["f16"], 100, 1, 16, 7, 2**31 + 5, 0.5, True), {"BLOCK": 64}),
+             ((2, 2), (ts["f32_off4"], None, 33, 1, 32, 3, 9, 2.0, False), {"BLOCK": 32}),
+             ((1,), (ts["f16_off2"], ts["f32_off16"], 5, 1, 16, 16, 2, 1.0, True),
+              {"BLOCK": 16, "MODE": 1})]
+    for i, (grid, args, kw) in enumerate(cases):
+        for fast_call in (launch, functools.partial(fastlaunch.launch_site, ("ptr", i))):
+            kernel[grid](*args, **kw)
+            fast_call(kernel, grid, *args, **kw)  # the first: the normal path (keys it)
+            fast_call(kernel, grid, *args, **kw)
+            slow, _, fast = recorder.calls[-3:]
+            s_args, f_args = _split(slow)[-1], _split(fast)[-1]
+            assert _split(fast)[0] is _split(slow)[0]
+            assert len(f_args) == len(s_args)
+            for s_arg, f_arg in zip(s_args, f_args):
+                if isinstance(s_arg, torch.Tensor):
+                    assert type(f_arg) is int and f_arg == s_arg.data_ptr()
+                else:
+                    assert f_arg is s_arg
 
 
 def _plain_args():
@@ -735,6 +763,30 @@ def test_gpu_outputs_bit_for_bit():
     # distinct specializations: other=48 is keyed as other=16 (both divisible by 16), and
     # big=2**40 / -2**31-3 as big=2**31+5 (all i64): 14 cases, 11 keys
     assert len(fastlaunch._kernels[id(probe)].cache) >= 11
+
+
+@pytest.mark.gpu
+def test_gpu_outputs_with_addresses(monkeypatch):
+    """``fastlaunch._POINTERS`` (tensors handed to the launcher as addresses): a fresh kernel's
+    fast path writes what ``kernel[grid]`` writes, at two alignments and dtypes."""
+    monkeypatch.setattr(fastlaunch, "_POINTERS", True)
+    kernel = triton.jit(_probe)
+    n = 1000
+    for dtype, offset in ((torch.float32, 0), (torch.float16, 1)):
+        base = torch.randn(n + 8, device="cuda").to(dtype)
+        x = base[offset:offset + n]
+        want = torch.empty(n, dtype=dtype, device="cuda")
+        args = (n, 1, 16, 7, 2**31 + 5, 0.5, True)
+        grid = (triton.cdiv(n, 128),)
+        kernel[grid](x, want, *args, BLOCK=128)
+        outs = [torch.full_like(want, float("nan")) for _ in range(3)]
+        for out in outs:
+            launch(kernel, grid, x, out, *args, BLOCK=128)
+        torch.cuda.synchronize()
+        for out in outs:
+            assert torch.equal(_bits(out), _bits(want)), dtype
+    entries = fastlaunch._kernels[id(kernel)].cache.values()
+    assert entries and all(e.convert is not None for e in entries)
 
 
 @pytest.mark.gpu

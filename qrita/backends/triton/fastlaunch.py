@@ -196,16 +196,39 @@ def _value_token(v: Any) -> Hashable:
     return (t, repr(v))  # what Triton's string key holds; e.g. 0.0 and -0.0 differ
 
 
+#: pass tensors to the launcher as their addresses (``QRITA_LAUNCH_POINTERS=1``, read at import;
+#: off until timed): Triton's C launcher calls ``data_ptr()`` and then the driver's
+#: ``cuPointerGetAttribute`` for every tensor argument (a check that the address is a device
+#: one), and takes an int as it is. qrita validates devices before any launch.
+_POINTERS = os.environ.get("QRITA_LAUNCH_POINTERS", "0") == "1"
+
+
+def _make_pointer_converter(values: Sequence[Any]):
+    """A function of a launch's values that returns them with each torch tensor (at the places
+    where ``values`` hold one: a specialization's places, fixed by its key) as its address;
+    None when no value is a tensor."""
+    places = [i for i, v in enumerate(values) if type(v) is _Tensor]
+    if not places:
+        return None
+    items = "".join(f"v[{i}].data_ptr(), " if i in places else f"v[{i}], "
+                    for i in range(len(values)))
+    namespace: dict[str, Any] = {}
+    exec(f"def convert(v):\n    return ({items})\n", namespace)
+    return namespace["convert"]
+
+
 class _Entry:
-    """One compiled specialization: its launcher and what a launch needs besides arguments."""
+    """One compiled specialization: its launcher and what a launch needs besides arguments
+    (``convert``: with ``_POINTERS``, the values' tensors to addresses, else None)."""
 
-    __slots__ = ("compiled", "run", "function", "packed_metadata")
+    __slots__ = ("compiled", "run", "function", "packed_metadata", "convert")
 
-    def __init__(self, compiled: Any) -> None:
+    def __init__(self, compiled: Any, values: Sequence[Any] = ()) -> None:
         self.compiled = compiled  # keeps the module loaded
         self.run = compiled.run
         self.function = compiled.function
         self.packed_metadata = compiled.packed_metadata
+        self.convert = _make_pointer_converter(values) if _POINTERS else None
 
 
 # Inline forms of the token functions above, for the generated binder: the common cases (a
@@ -372,6 +395,8 @@ def _run(entry: _Entry, grid: Sequence[int], stream: int, values: tuple) -> None
     """Launch a cached compiled kernel as ``JITFunction.run`` does (grid padded with 1s, no
     launch metadata or hooks)."""
     n = len(grid)
+    if entry.convert is not None:
+        values = entry.convert(values)
     entry.run(grid[0], grid[1] if n > 1 else 1, grid[2] if n > 2 else 1, stream,
               entry.function, entry.packed_metadata, None, None, None, *values)
 
@@ -396,7 +421,7 @@ def launch(kernel: Any, grid: Sequence[int], /, *args: Any, **kwargs: Any) -> No
     if entry is None or (kernel.used_global_vals and not _globals_unchanged(kernel)):
         compiled = kernel[grid](*args, **kwargs)  # specializes, compiles, launches (or raises)
         if isinstance(compiled, _tr.CompiledKernel) and compiled.function is not None:
-            k.cache[key] = _Entry(compiled)
+            k.cache[key] = _Entry(compiled, values)
         return
     _run(entry, grid, drv.get_current_stream(device), values)
 
