@@ -1089,6 +1089,7 @@ if [[ $stage == s36a ]]; then  # thirty-sixth session, call 1 (~480 s cold): the
     gpu_tests s36a "${TESTS_S:-150}" tests/test_fastlaunch.py::test_gpu_outputs_with_addresses \
     tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant \
     tests/test_triton_masks.py::test_gpu_batches tests/test_triton_masks.py::test_gpu_cuda_graph_capture_and_replay
+  timeout 60 python3 benchmarks/fastlaunch_overhead.py --n 2000 --repeats 7 --out "$OUT" 2>&1 | tail -8
   # host time per eager call, tensors to the launcher as tensors (0) or addresses (1), alternated
   for round in 1 2 3; do for ptr in 0 1; do
     QRITA_LAUNCH_POINTERS=$ptr timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host_${ptr}_$round" \

@@ -108,6 +108,22 @@ def main(argv: list[str] | None = None) -> int:
                       None, None, None, *values)
 
         rows.append(("launcher only", floor))
+        # the same launcher handed the four tensors' addresses: precomputed (what the
+        # launcher's data_ptr calls and cuPointerGetAttribute checks cost), and converted per
+        # call as fastlaunch does with QRITA_LAUNCH_POINTERS=1
+        addresses = tuple(v.data_ptr() if isinstance(v, torch.Tensor) else v for v in values)
+        convert = fastlaunch._make_pointer_converter(values)
+
+        def floor_addresses():
+            entry.run(grid[0], 1, 1, stream, entry.function, entry.packed_metadata,
+                      None, None, None, *addresses)
+
+        def floor_converted():
+            entry.run(grid[0], 1, 1, stream, entry.function, entry.packed_metadata,
+                      None, None, None, *convert(values))
+
+        rows.append(("launcher, ints", floor_addresses))
+        rows.append(("launcher, conv", floor_converted))
 
     # same answer both ways
     want = torch.empty_like(b)
