@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1099,6 +1099,19 @@ if [[ $stage == s36a ]]; then  # thirty-sixth session, call 1 (~480 s cold): the
   # shellcheck disable=SC2086
   PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-55}" prof_tables t_ topp0.9,topp0.99 zipf \
     ${TABLES:-default widefixed=1x0,histsmall=64x0 widefixed=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0}
+fi
+if [[ $stage == s36c ]]; then  # thirty-sixth session, the short form of s36a (~330 s cold) for a call with little device time: the fixed-point tests, the launcher's cost with addresses, one round of host time both ways, and fp32 top-p profiles of the default against widefixed with the small batches' settings
+  timeout "${KNOB_TESTS_S:-80}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
+    tests/test_triton_wide.py tests/test_triton_masks.py -k "fixed" 2>&1 \
+    | tee "$OUT/pytest_fixed.log" | grep -E "^E  |passed|failed" | cut -c1-300 | head -20
+  timeout 40 python3 benchmarks/fastlaunch_overhead.py --n 2000 --repeats 5 --out "$OUT" 2>&1 | tail -8
+  for ptr in 0 1; do
+    QRITA_LAUNCH_POINTERS=$ptr timeout 50 python3 benchmarks/host_overhead.py --out "$OUT/host_$ptr" \
+      --rows 12 --only "public topp0.9 mask,public top_k k50" 2>&1 | grep 'B=1' | sed "s/^/ptr=$ptr: /"
+  done
+  # shellcheck disable=SC2086
+  PROF_BATCH=${PROF_B:-1,64,1024} KNOB_S="${PROF_S:-60}" prof_tables t_ topp0.9 zipf \
+    ${TABLES:-default widefixed=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0}
 fi
 if [[ $stage == s36b ]]; then  # thirty-sixth session, call 2 (~400 s warm): more fp32 tables (TABLES), then bf16 top-p, default against widefixed with the small batches' settings (TABLES16)
   # shellcheck disable=SC2086
