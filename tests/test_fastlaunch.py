@@ -314,7 +314,10 @@ def _split(call):
     return compiled, a[:4], a[4], a[5], a[6], a[7], a[8], a[9:]
 
 
-def test_fast_path_launches_what_triton_launches(fake_gpu):
+def test_fast_path_launches_what_triton_launches(fake_gpu, monkeypatch):
+    # the very objects Triton hands its launcher: tensors as tensors (``QRITA_LAUNCH_POINTERS=0``;
+    # the default, addresses, is the next test's)
+    monkeypatch.setattr(fastlaunch, "_POINTERS", False)
     kernel, drv, recorder, compiled = fake_gpu
     assert fast_path_active(kernel), fastlaunch._kernels[id(kernel)].reason
     for grid, args, kw in _calls():
@@ -334,7 +337,7 @@ def test_fast_path_launches_what_triton_launches(fake_gpu):
 
 
 def test_fast_path_passes_addresses_with_pointers_on(fake_gpu, monkeypatch):
-    """``QRITA_LAUNCH_POINTERS=1`` (``fastlaunch._POINTERS``): the fast path (``launch`` and
+    """``fastlaunch._POINTERS`` (on unless ``QRITA_LAUNCH_POINTERS=0``): the fast path (``launch`` and
     ``launch_site``) hands the launcher each tensor's address where Triton hands it the tensor,
     every other value as it is (None pointers, ints, floats, bools)."""
     monkeypatch.setattr(fastlaunch, "_POINTERS", True)
@@ -449,9 +452,11 @@ def test_normal_path_for_pre_run_hooks_callable_grid_and_unkeyed_args(fake_gpu):
     assert not _last_was_fast(recorder)
 
 
-def test_launch_site_launches_what_triton_launches(fake_gpu):
+def test_launch_site_launches_what_triton_launches(fake_gpu, monkeypatch):
     """``launch_site``: the first call per site takes ``launch`` (which keys it); later calls
-    with the site launch the same compiled kernel with the same arguments, without a key."""
+    with the site launch the same compiled kernel with the same arguments, without a key
+    (tensors as tensors, ``QRITA_LAUNCH_POINTERS=0``)."""
+    monkeypatch.setattr(fastlaunch, "_POINTERS", False)
     kernel, drv, recorder, _ = fake_gpu
     k = fastlaunch._get(kernel)
     for i, (grid, args, kw) in enumerate(_calls()):

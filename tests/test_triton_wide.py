@@ -330,18 +330,20 @@ def test_fixed_band_masses_are_exact_sums(dtype, lean, flat):
 @pytest.mark.parametrize("batch", [1, 3, 5, 64, 65])
 def test_fixed_table_plans_and_workspace(monkeypatch, batch):
     """The GPU launch table with ``widefixed=1x0,wideexp2=1x0,histsmall=64x0,widesmall=512x4,
-    roundsmall=8x0`` (built on the host, no launch): every wide launch takes FIXED and none the
-    exp2 weights (every weight of the stage alike), pass A's search WIDE_FIXED; the workspace
-    holds int64 masses 8-byte aligned at any batch (twice the float parts); batches of at most
-    64 rows take the one-launch histogram band, the small batches' compaction tile and warps and
-    round split (the workspace sized for it), larger ones the sampled band and the usual
-    settings; above V = 2^23 the table keeps float32 masses."""
+    roundsmall=8x0,smallrows=3x0`` (built on the host, no launch): every wide launch takes FIXED
+    and none the exp2 weights (every weight of the stage alike), pass A's search WIDE_FIXED; the
+    workspace holds int64 masses 8-byte aligned at any batch (twice the float parts); batches
+    of at most 64 rows take the one-launch histogram band, and those of at most 3 the small
+    batches' compaction tile and warps and round split (the workspace sized for it), the others
+    the usual settings, larger ones the sampled band; above V = 2^23 the table keeps float32
+    masses."""
     from qrita.backends.triton import launch
 
-    table = "widefixed=1x0,wideexp2=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0"
+    table = "widefixed=1x0,wideexp2=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0,smallrows=3x0"
     V = 131072
-    monkeypatch.setenv("QRITA_LAUNCH_TABLE", "")
-    plain = launch._pipeline_config(V, torch.float32, False, "")
+    off = "widefixed=0x0,histsmall=0x0"
+    monkeypatch.setenv("QRITA_LAUNCH_TABLE", off)
+    plain = launch._pipeline_config(V, torch.float32, False, off)
     monkeypatch.setenv("QRITA_LAUNCH_TABLE", table)  # (read by the table; the argument keys its cache)
     cfg = launch._pipeline_config(V, torch.float32, False, table)
     assert cfg.wide_fixed and cfg.hist_small_batch == 64
@@ -358,7 +360,12 @@ def test_fixed_table_plans_and_workspace(monkeypatch, batch):
         assert ws[name].data_ptr() % 8 == 0, name
     assert ws["part_f"].numel() == 2 * ws_plain["part_f"].numel()
     run = launch.call_config(cfg, V, None, 0.9, batch)
-    if batch <= 64:
+    usual = (plain.block_wide, plain.warps_wide, plain.round_split)
+    if 3 < batch <= 64:
+        assert run.hist_bins == launch.HIST_SMALL_BINS and run.hist_one_launch
+        assert (run.block_wide, run.warps_wide, run.round_split) == usual
+        assert run.hist_small_batch == 0 and run.block_wide_small == 0
+    elif batch <= 3:
         assert run.hist_bins == launch.HIST_SMALL_BINS and run.hist_one_launch
         assert (run.block_wide, run.warps_wide, run.round_split) == (512, 4, 8)
         small_plan = launch._plan(run, False, False, True, True, False, False, True, False)
@@ -369,8 +376,7 @@ def test_fixed_table_plans_and_workspace(monkeypatch, batch):
         assert ws_small["part_f"].numel() == 4 * ws["part_f"].numel()
     else:
         assert run is cfg and not run.hist_bins
-        assert (cfg.block_wide, cfg.warps_wide, cfg.round_split) == (
-            plain.block_wide, plain.warps_wide, plain.round_split)
+        assert (cfg.block_wide, cfg.warps_wide, cfg.round_split) == usual
     assert launch.call_config(plain, V, None, 0.9, batch) is plain
     huge = launch._pipeline_config(2**23 + 1, torch.float32, False, table)
     assert not huge.wide_fixed and huge.hist_small_batch == 0

@@ -248,6 +248,9 @@ class PipelineConfig:
     block_wide_small: int = 0
     warps_wide_small: int = 0
     round_split_small: int = 0
+    # the batches those two apply at: at most this many rows (``smallrows``; 0: every batch of
+    # at most ``hist_small_batch`` rows)
+    wide_small_batch: int = 0
     # the mask write of wide rows: a segment whose copies of T are all kept, or none, keeps
     # the entries at or above one key, with no ranks and no count per tile (``writecut``)
     write_cut: bool = False
@@ -324,8 +327,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_flat = False
         band_percent = 75
         round_split = 1
-        block_wide_small, warps_wide_small = _table_override("widesmall", (0, 0))
+        block_wide_small, warps_wide_small = _table_override("widesmall", (64, 4))
         round_split_small = _table_override("roundsmall", (0, 0))[0]
+        wide_small_batch = _table_override("smallrows", (1, 0))[0]
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
         wide_list = 2  # fewer programs than missed rows: CI runs their loop over the list
         round_merge = _table_override("roundmerge", (1, 0))[0] == 1  # as on the GPU
@@ -335,8 +339,10 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_lean = _table_override("widelean", (1, 0))[0] == 1  # as on the GPU
         wide_unswitch = _table_override("wideunswitch", (0, 0))[0] == 1  # as on the GPU
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1  # as on the GPU
-        wide_fixed = _table_override("widefixed", (0, 0))[0] == 1  # as on the GPU
-        hist_small_batch = _table_override("histsmall", (0, 0))[0]  # as on the GPU
+        wide_fixed = _table_override("widefixed", (1, 0))[0] == 1  # as on the GPU
+        # as on the GPU, at the batches CI runs: the count histogram's band at B <= 2, the
+        # sample's above; another compaction tile and warps at B = 1
+        hist_small_batch = _table_override("histsmall", (2, 0))[0]
         round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1  # as on the GPU
         write_cut = _table_override("writecut", (1, 0))[0] == 1  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
@@ -514,23 +520,34 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # band's placement and the stage's splits may then follow B. sm90 SASS as launched
         # (``benchmarks/sass_loops.py``), the band compaction's loop, fp32 128 x 1 FLAT,
         # instructions per tile: 200 -> 223, with ``wideunswitch`` 172 -> 197 (``wideexp2`` is
-        # not used with it: every weight of the stage computed alike). Off until timed (written
-        # without a device, thirty-fifth session); V <= 2^23 (the sums' int64 range)
-        wide_fixed = _table_override("widefixed", (0, 0))[0] == 1
+        # not used with it: every weight of the stage computed alike). V <= 2^23 (the sums'
+        # int64 range). H100 (thirty-seventh session), fp32 zipf graph us, the default against
+        # ``widefixed,histsmall=64`` (the fixed-point masses are what let the band follow B):
+        # topp0.9 B = 1 138.4 -> 100.0, B = 64 197.2 -> 173.7, B = 1024 1209.6 -> 1275.9
+        # (search 77.9 -> 111.6, compaction 310.9 -> 337.1); topp0.99 B = 1 164.2 -> 103.8,
+        # B = 64 261.3 -> 181.9, B = 1024 1375.7 -> 1460.1: on (``widefixed=0x0`` turns it off)
+        wide_fixed = _table_override("widefixed", (1, 0))[0] == 1
         # ``histsmall=Bx0`` (with ``widefixed``, whose answers do not depend on the band):
         # batches of at most B rows place the band from the count histogram in one launch
         # (``histone``; 512 bins unless ``histband`` sets them), larger ones from the sample.
         # The histogram's measured gains were at small batches only (graph us above: B = 1
-        # 163 -> 117, B = 8 163 -> 125, B = 64 196 -> 194; B = 1024 1484 -> 1760). Off until
-        # timed with the fixed-point masses
-        hist_small_batch = _table_override("histsmall", (0, 0))[0]
+        # 163 -> 117, B = 8 163 -> 125, B = 64 196 -> 194; B = 1024 1484 -> 1760). With the
+        # fixed-point masses: see ``widefixed`` above. On at B <= 64
+        hist_small_batch = _table_override("histsmall", (64, 0))[0]
         # ``widesmall=TxW`` / ``roundsmall=Sx0`` (with ``histsmall``): at those batches the band
         # compaction's (tile, warps) and the 16-way rounds' programs per segment. With the
         # fixed-point masses no sum depends on them, so they may follow B. At B = 1 the
         # compaction runs 16 one-warp programs over the row (31.7 us, fp32 zipf topp0.9, thirty-
-        # fourth session) and the rounds 32. Off until timed (thirty-sixth session)
-        block_wide_small, warps_wide_small = _table_override("widesmall", (0, 0))
+        # fourth session) and the rounds 32. ``widesmall=512x4`` at B <= 8 (``smallrows``
+        # below); ``roundsmall`` off (B = 1 rounds 4.1 -> 4.4 us with 8)
+        block_wide_small, warps_wide_small = _table_override("widesmall", (512, 4))
         round_split_small = _table_override("roundsmall", (0, 0))[0]
+        # ``smallrows=Nx0``: those two at batches of at most N rows only (0: every batch that
+        # takes ``histsmall``). H100 (thirty-seventh session), fp32 zipf topp0.9 graph us with
+        # ``widefixed,histsmall=64``: ``widesmall=512x4,roundsmall=8`` B = 1 100.0 -> 90.8
+        # (compaction 22.0 -> 12.1), B = 64 173.7 -> 192.4 (compaction 29.8 -> 34.3, rounds
+        # 10.5 -> 27.8). B = 8 not yet measured: 8 until it is
+        wide_small_batch = _table_override("smallrows", (8, 0))[0]
         # ``roundrows=1x0``: the 16-way rounds keep their per-lane counts and masses as
         # (16 pivots, tile) instead of (tile, 16), so a tile's entry stays in the lane that
         # loaded it (sm90 SASS, 128 x 4: the (tile, 16) form moves every tile through shared
@@ -651,6 +668,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           round_split_small=round_split_small
                           if round_split_small > 0
                           and seg_len % (round_split_small * block_round) == 0 else 0,
+                          wide_small_batch=wide_small_batch,
                           write_cut=write_cut,
                           ahead=tuple(min(max(n, 1), 4) for n in ahead),
                           ahead_small=tuple(min(max(n, 1), 4) for n in ahead_small),
@@ -685,12 +703,19 @@ def _small_cap_config(cfg: PipelineConfig) -> PipelineConfig:
 
 
 @functools.lru_cache(maxsize=256)
-def _small_batch_hist_config(cfg: PipelineConfig) -> PipelineConfig:
+def _small_batch_hist_config(cfg: PipelineConfig, small_settings: bool = True) -> PipelineConfig:
+    """``cfg`` with the band from the one-launch count histogram, and (``small_settings``) the
+    small batches' compaction tile, warps and round split."""
+    if not small_settings:
+        return replace(cfg, hist_bins=cfg.hist_bins or HIST_SMALL_BINS, hist_one_launch=True,
+                       hist_small_batch=0, block_wide_small=0, warps_wide_small=0,
+                       round_split_small=0, wide_small_batch=0)
     return replace(cfg, hist_bins=cfg.hist_bins or HIST_SMALL_BINS, hist_one_launch=True,
                    hist_small_batch=0, block_wide=cfg.block_wide_small or cfg.block_wide,
                    warps_wide=cfg.warps_wide_small or cfg.warps_wide,
                    round_split=cfg.round_split_small or cfg.round_split,
-                   block_wide_small=0, warps_wide_small=0, round_split_small=0)
+                   block_wide_small=0, warps_wide_small=0, round_split_small=0,
+                   wide_small_batch=0)
 
 
 def call_config(cfg: PipelineConfig, vocab: int, k, p, batch: int = 0) -> PipelineConfig:
@@ -700,7 +725,8 @@ def call_config(cfg: PipelineConfig, vocab: int, k, p, batch: int = 0) -> Pipeli
     with top-p and fixed-point masses at a batch of at most ``hist_small_batch`` rows, ``cfg``
     with the band from the one-launch count histogram (only speed depends on the band there)."""
     if p is not None and 0 < batch <= cfg.hist_small_batch:
-        return _small_batch_hist_config(cfg)
+        return _small_batch_hist_config(
+            cfg, cfg.wide_small_batch <= 0 or batch <= cfg.wide_small_batch)
     if (cfg.cap_small <= 0 or p is not None or k is None or isinstance(k, torch.Tensor)
             or not small_k_search(cfg, vocab, int(k))):
         return cfg
