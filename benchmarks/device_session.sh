@@ -1121,8 +1121,9 @@ if [[ $stage == s36b ]]; then  # thirty-sixth session, call 2 (~400 s warm): mor
   PROF_BATCH=${PROF_B:-1,64,1024} PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-55}" \
     prof_tables bf16_ topp0.9 zipf ${TABLES16:-default widefixed=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0}
 fi
-if [[ $stage == s37a ]]; then  # thirty-seventh session, call 2 (~510 s cold): the GPU tests at the new defaults (fixed-point masses, the histogram band at B <= 64, the small batches' compaction tile at B <= 8, addresses to the launcher), then fp32 top-p profiles at B = 1, 8, 256 of the old default, the new one and the new one without the small batches' tile, and bf16 of the old and new defaults
-  gpu_tests s37a "${TESTS_S:-260}" tests/test_triton_masks.py::test_gpu_cuda_graph_capture_and_replay \
+if [[ $stage == s37a ]]; then  # thirty-seventh session, call 2 (~540 s cold): the GPU tests at the new defaults (fixed-point masses, the histogram band at B <= 64, the small batches' compaction tile at B <= 8, addresses to the launcher) and of the eager graphs, then fp32 top-p profiles at B = 1, 8, 256 of the old default, the new one and the new one without the small batches' tile, eager graphs' profiles at B = 1, 8, and bf16 of the old and new defaults
+  gpu_tests s37a "${TESTS_S:-250}" tests/test_eager_graph.py \
+    tests/test_triton_masks.py::test_gpu_cuda_graph_capture_and_replay \
     tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant \
     "tests/test_triton_masks.py::test_gpu_real_vocab[151936-float32]" \
     "tests/test_triton_masks.py::test_gpu_real_vocab[262144-bfloat16]" \
@@ -1130,8 +1131,10 @@ if [[ $stage == s37a ]]; then  # thirty-seventh session, call 2 (~510 s cold): t
   # shellcheck disable=SC2086
   PROF_BATCH=${PROF_B:-1,8,256} KNOB_S="${PROF_S:-45}" prof_tables t_ topp0.9 zipf \
     ${TABLES:-widefixed=0x0,histsmall=0x0 default widesmall=0x0}
+  PROF_BATCH=1,8 KNOB_S="${PROF_S:-45}" prof eager_graphs topp0.9,topk50,topk100_topp0.9 zipf \
+    QRITA_EAGER_GRAPHS=1
   # shellcheck disable=SC2086
-  PROF_BATCH=${PROF_B16:-1,64,1024} PROF_DTYPES=bfloat16 KNOB_S="${PROF_S16:-55}" \
+  PROF_BATCH=${PROF_B16:-1,1024} PROF_DTYPES=bfloat16 KNOB_S="${PROF_S16:-45}" \
     prof_tables bf16_ topp0.9 zipf ${TABLES16:-widefixed=0x0,histsmall=0x0 default}
 fi
 if [[ $stage == s35a ]]; then  # thirty-fifth session (written without a device; ~520 s warm): the wide stage's fixed-point masses (widefixed) and the band following B with them (histsmall): their tests on the GPU, the batch-invariance and graph tests with the histogram band at B <= 64 and the sampled band above (TABLE), then fp32 and bf16 top-p profiles against the default on the same inputs

@@ -10,6 +10,7 @@ import os
 
 import torch
 
+from qrita.backends.triton import eager_graph
 from qrita.backends.triton.launch import (
     ROW_INFO,
     chunk_rows,
@@ -74,6 +75,10 @@ def top_k_top_p_mask(
     if logits.ndim != 2:
         raise ValueError(f"logits must be 2-D (B, V) here, got shape {tuple(logits.shape)}")
     src = logits if logits.stride(-1) == 1 else logits.contiguous()
+    if not inplace and stats is None and eager_graph.usable(src) and chunk_rows(
+            src.shape[0]) >= src.shape[0]:
+        # QRITA_EAGER_GRAPHS=1: the same launches, replayed from a graph qrita captured
+        return eager_graph.cached_call("mask", _mask_launches, (src, k, p, fill))
     if inplace and src is logits:
         out = logits
     else:
@@ -90,6 +95,13 @@ def top_k_top_p_mask(
     if inplace and out is not logits:
         logits.copy_(out)
         return logits
+    return out
+
+
+def _mask_launches(src: torch.Tensor, k, p, fill: float) -> torch.Tensor:
+    """A fresh (B, V) mask of ``src`` (one chunk; what :mod:`.eager_graph` captures)."""
+    out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
+    launch_mask(src, out, k, p, fill)
     return out
 
 

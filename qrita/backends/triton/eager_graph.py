@@ -1,0 +1,144 @@
+"""Eager small-batch calls replayed from CUDA graphs captured by qrita (``QRITA_EAGER_GRAPHS=1``).
+
+An eager top-p mask call at B = 1 makes 13 kernel launches; their host cost (Python and Triton's
+launcher, ~20-35 us each on the H100's host) is several times the kernels' GPU time (91 us by
+CUDA-graph replay against 475 us eager, fp32 zipf topp0.9, V = 131072, thirty-seventh session).
+With this option, a call at a small batch that is not itself being captured copies its inputs
+into static buffers, replays a graph of the same launches captured on them at the call's first
+occurrence, and returns a copy of the static output: three host operations instead of 13
+launches, and the same kernels, so the same answer bit for bit.
+
+The graphs are keyed by everything the launches depend on: the operation, the device, shapes,
+dtypes and strides, scalar k / p / fill values (a per-row tensor's dtype and shape; its values
+are copied in), and the launch table (``QRITA_LAUNCH_TABLE``) and one-launch switch
+(``QRITA_ONE_LAUNCH``). At most ``QRITA_EAGER_GRAPHS_MAX`` (8) graphs are kept, least recently
+used first out; each holds its static input and output and the call's scratch (at B = 8,
+V = 131072, fp32: 4 MiB each for input and output). Off by default: it trades memory for host
+time, and a capture synchronises the device once per key. Not thread-safe.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+__all__ = ["ENABLED", "MAX_ROWS", "MAX_GRAPHS", "cached_call", "clear", "usable"]
+
+#: whether eager calls take the graphs (``QRITA_EAGER_GRAPHS=1``, read at import)
+ENABLED = os.environ.get("QRITA_EAGER_GRAPHS", "0") == "1"
+#: batches of at most this many rows take them (``QRITA_EAGER_GRAPHS_ROWS``)
+MAX_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ROWS", "8"))
+#: graphs kept (``QRITA_EAGER_GRAPHS_MAX``)
+MAX_GRAPHS = int(os.environ.get("QRITA_EAGER_GRAPHS_MAX", "8"))
+
+
+class _Graphed:
+    """One captured call: its graph, the static tensors it reads and the output it writes."""
+
+    __slots__ = ("graph", "inputs", "output")
+
+    def __init__(self, graph: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        self.graph = graph
+        self.inputs = inputs
+        self.output = output
+
+
+_GRAPHS: OrderedDict[tuple, _Graphed] = OrderedDict()
+
+
+def clear() -> None:
+    """Drop every kept graph (and with it its static buffers and scratch)."""
+    _GRAPHS.clear()
+
+
+def usable(x: torch.Tensor) -> bool:
+    """Whether a call on ``x`` (B, V) may take a graph: the option on, a CUDA tensor, at most
+    :data:`MAX_ROWS` rows, and the current stream not capturing (a call inside the caller's own
+    capture launches its kernels into that capture)."""
+    return (ENABLED and x.is_cuda and 0 < x.shape[0] <= MAX_ROWS
+            and not torch.cuda.is_current_stream_capturing())
+
+
+def _describe(v: Any) -> Any:
+    """A key part for one argument: a tensor by dtype, shape and strides (its values are copied
+    in), anything else by its type and value."""
+    if isinstance(v, torch.Tensor):
+        return ("tensor", v.dtype, tuple(v.shape), v.stride())
+    return (type(v).__name__, repr(v))
+
+
+def _env_key() -> tuple[str, str]:
+    return (os.environ.get("QRITA_LAUNCH_TABLE", ""), os.environ.get("QRITA_ONE_LAUNCH", ""))
+
+
+class _CudaCapture:
+    """How a graph is made: one warm-up run of the launches on a side stream (it compiles and
+    keys the kernels, and allocates kept scratch outside the capture), then their capture."""
+
+    @staticmethod
+    def warm_up(run: Callable[..., Any], static: tuple[Any, ...], device: torch.device) -> None:
+        side = torch.cuda.Stream(device=device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            run(*static)
+        torch.cuda.current_stream(device).wait_stream(side)
+
+    @staticmethod
+    def capture(run: Callable[..., Any], static: tuple[Any, ...]) -> tuple[Any, Any]:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            output = run(*static)
+        return graph, output
+
+
+#: the graph maker (tests put a stand-in here)
+_CAPTURE: Any = _CudaCapture
+
+
+def _capture(run: Callable[..., Any], args: Sequence[Any], device: torch.device) -> _Graphed:
+    """Static copies of ``args``' tensors, and the graph of ``run`` on them."""
+    static = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+    _CAPTURE.warm_up(run, static, device)
+    graph, output = _CAPTURE.capture(run, static)
+    return _Graphed(graph, static, output)
+
+
+def _copy_out(output: Any) -> Any:
+    if isinstance(output, tuple):
+        return tuple(o.clone() for o in output)
+    return output.clone()
+
+
+def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """``run(*args)``'s result, by replaying the graph of ``(op, args)`` (captured now if new).
+
+    Parameters
+    ----------
+    op : the operation's name (with any option ``run`` bakes in), part of the key
+    run : the launches, a function of ``args`` returning a tensor or a tuple of tensors
+    args : the call's arguments; the tensors among them are copied into the graph's static
+        buffers at each call, everything else is part of the key
+
+    Returns
+    -------
+    A fresh copy of the graph's output (tensors the caller owns).
+    """
+    first = next(a for a in args if isinstance(a, torch.Tensor))
+    key = (op, first.device, _env_key(), *(_describe(a) for a in args))
+    entry = _GRAPHS.get(key)
+    if entry is None:
+        entry = _capture(run, args, first.device)
+        _GRAPHS[key] = entry
+        while len(_GRAPHS) > MAX_GRAPHS:
+            _GRAPHS.popitem(last=False)
+    else:
+        _GRAPHS.move_to_end(key)
+        for static, a in zip(entry.inputs, args):
+            if isinstance(a, torch.Tensor):
+                static.copy_(a)
+    entry.graph.replay()
+    return _copy_out(entry.output)

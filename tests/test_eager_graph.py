@@ -1,0 +1,195 @@
+"""``qrita.backends.triton.eager_graph`` (``QRITA_EAGER_GRAPHS=1``): eager small-batch mask calls
+replayed from graphs qrita captured. On the CPU the graph is a stand-in that re-runs the captured
+launches into the same static output (what a CUDA graph's replay does); on the GPU, real graphs.
+Every mask is compared in full with the oracle and with the plain path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _triton_env import DEVICE, ON_GPU, torch
+
+from qrita.backends.triton import eager_graph, ops
+from qrita.testing import compare, generators
+
+
+class _StandInGraph:
+    """Replays by running the captured launches on the static inputs again and writing their
+    result into the output captured (a CUDA graph rewrites the same output buffer)."""
+
+    def __init__(self, run, static, output):
+        self.run, self.static, self.output, self.replays = run, static, output, 0
+
+    def replay(self):
+        self.output.copy_(self.run(*self.static))
+        self.replays += 1
+
+
+class _StandInCapture:
+    captures: list = []
+
+    @classmethod
+    def warm_up(cls, run, static, device):
+        run(*static)
+
+    @classmethod
+    def capture(cls, run, static):
+        output = run(*static)
+        graph = _StandInGraph(run, static, output)
+        cls.captures.append(graph)
+        return graph, output
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    """Graphs on for CPU tensors of at most 8 rows, made by the stand-in."""
+    monkeypatch.setattr(eager_graph, "usable", lambda x: 0 < x.shape[0] <= 8)
+    monkeypatch.setattr(eager_graph, "_CAPTURE", _StandInCapture)
+    monkeypatch.setattr(_StandInCapture, "captures", [])
+    eager_graph.clear()
+    yield _StandInCapture.captures
+    eager_graph.clear()
+
+
+def _check(got: torch.Tensor, x: np.ndarray, k, p, fill=float("-inf")) -> None:
+    """``got`` is the oracle's mask of the float32 rows ``x`` (full masks, the contract's
+    margin for top-p)."""
+    assert got.shape == x.shape and got.dtype == torch.float32
+    compare.assert_mask_matches(got.cpu().numpy(), x, k, p, fill=fill)
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.view(torch.int32 if t.element_size() == 4 else torch.int16)
+
+
+def _rows(rng, batch: int, vocab: int) -> np.ndarray:
+    """Zipf and Gaussian rows with ties at the boundary: float32 logits (B, V)."""
+    zipf = generators.zipf_logits(batch, vocab, 1.1, rng)
+    gauss = generators.gaussian_logits(batch, vocab, 2.0, rng)
+    x = np.where(rng.random((batch, 1)) < 0.5, zipf, gauss).astype(np.float32)
+    x[:, : vocab // 8] = np.round(x[:, : vocab // 8])  # many copies of a few values
+    return x
+
+
+def test_replays_one_graph_per_key_and_copies_out(stand_in):
+    """The same shape and scalars replay one graph with each call's inputs copied in; a new p
+    value, a per-row tensor, another fill or shape each take their own graph; every call's mask
+    is the oracle's, and a returned mask is the caller's (a later call leaves it unchanged)."""
+    rng = np.random.default_rng(5)
+    V = 1001
+    xs = [_rows(rng, 2, V) for _ in range(3)]
+    results = []
+    for x in xs:
+        got = ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), None, 0.9)
+        _check(got, x, None, 0.9)
+        results.append(got)
+    assert len(stand_in) == 1 and stand_in[0].replays == 3
+    for got, x in zip(results, xs):  # unchanged by the later calls
+        _check(got, x, None, 0.9)
+    # another p value, per-row k and p tensors (their values copied in), a fill, a shape
+    x = xs[0]
+    _check(ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), None, 0.5), x, None, 0.5)
+    assert len(stand_in) == 2
+    for k_rows, p_rows in (([3, 700], [0.9, 0.2]), ([1, 1000], [1.0, 0.99])):
+        k_t = torch.tensor(k_rows, dtype=torch.int64, device=DEVICE)
+        p_t = torch.tensor(p_rows, dtype=torch.float32, device=DEVICE)
+        got = ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), k_t, p_t)
+        _check(got, x, np.array(k_rows), np.array(p_rows, dtype=np.float32))
+    assert len(stand_in) == 3 and stand_in[2].replays == 2
+    got = ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), 50, None, fill=-7.0)
+    _check(got, x, 50, None, fill=-7.0)
+    got = ops.top_k_top_p_mask(torch.tensor(x[:1], device=DEVICE), 50, None, fill=-7.0)
+    _check(got, x[:1], 50, None, fill=-7.0)
+    assert len(stand_in) == 5
+
+
+def test_bypassed_inplace_stats_and_large_batches(stand_in):
+    """``inplace``, ``stats`` and batches above the limit take the plain path (no graph), with
+    the oracle's answer."""
+    rng = np.random.default_rng(6)
+    x = _rows(rng, 2, 513)
+    t = torch.tensor(x, device=DEVICE)
+    ops.top_k_top_p_mask(t, 20, 0.8, inplace=True)
+    _check(t, x, 20, 0.8)
+    stats = torch.zeros((2, ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+    _check(ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), 20, 0.8, stats=stats), x, 20, 0.8)
+    assert (stats[:, 0] > 0).all()
+    big = _rows(rng, 9, 513)
+    _check(ops.top_k_top_p_mask(torch.tensor(big, device=DEVICE), None, 0.7), big, None, 0.7)
+    assert stand_in == []
+
+
+def test_least_recently_used_graph_goes_first(stand_in, monkeypatch):
+    monkeypatch.setattr(eager_graph, "MAX_GRAPHS", 2)
+    rng = np.random.default_rng(7)
+    x = _rows(rng, 1, 300)
+    t = torch.tensor(x, device=DEVICE)
+    for p in (0.3, 0.6, 0.3, 0.9, 0.3):  # 0.6 is the least recently used when 0.9 comes
+        _check(ops.top_k_top_p_mask(t, None, p), x, None, p)
+    assert len(stand_in) == 3
+    ops.top_k_top_p_mask(t, None, 0.6)  # captured again
+    assert len(stand_in) == 4 and len(eager_graph._GRAPHS) == 2
+
+
+def test_usable_only_for_small_cuda_batches(monkeypatch):
+    monkeypatch.setattr(eager_graph, "ENABLED", True)
+    assert not eager_graph.usable(torch.zeros((1, 8)))  # a CPU tensor
+    monkeypatch.setattr(eager_graph, "ENABLED", False)
+    if ON_GPU:
+        assert not eager_graph.usable(torch.zeros((1, 8), device="cuda"))
+        monkeypatch.setattr(eager_graph, "ENABLED", True)
+        assert eager_graph.usable(torch.zeros((eager_graph.MAX_ROWS, 8), device="cuda"))
+        assert not eager_graph.usable(torch.zeros((eager_graph.MAX_ROWS + 1, 8), device="cuda"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_eager_graphs_equal_the_plain_path(monkeypatch, dtype):
+    """Real CUDA graphs (V = 131072, B = 1 and 3): each call's mask equals the plain path's bit
+    for bit, over new inputs at one key, per-row k / p tensors, on a non-default stream, and
+    inside the caller's own capture (no graph of qrita's: the launches go into that capture)."""
+    monkeypatch.setattr(eager_graph, "ENABLED", True)
+    eager_graph.clear()
+    rng = np.random.default_rng(8)
+    V = 131072
+
+    def plain(t, k, p):
+        monkeypatch.setattr(eager_graph, "ENABLED", False)
+        try:
+            return ops.top_k_top_p_mask(t, k, p)
+        finally:
+            monkeypatch.setattr(eager_graph, "ENABLED", True)
+
+    for batch in (1, 3):
+        k_t = torch.tensor(rng.integers(1, V, batch), device="cuda")
+        p_t = torch.tensor(rng.uniform(0.1, 1.0, batch), dtype=torch.float32, device="cuda")
+        for _ in range(3):
+            t = torch.tensor(_rows(rng, batch, V), device="cuda").to(dtype)
+            for k, p in ((None, 0.9), (50, None), (k_t, p_t)):
+                got = ops.top_k_top_p_mask(t, k, p)
+                assert torch.equal(_bits(got), _bits(plain(t, k, p))), (batch, k, p)
+    assert len(eager_graph._GRAPHS) == 6
+    # a non-default stream, after work queued on it
+    t = torch.tensor(_rows(rng, 1, V), device="cuda").to(dtype)
+    want = plain(t, None, 0.9)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        src = torch.zeros_like(t)
+        src.copy_(t)
+        got = ops.top_k_top_p_mask(src, None, 0.9)
+    stream.synchronize()
+    assert torch.equal(_bits(got), _bits(want))
+    # inside the caller's capture: the plain launches are captured, no new graph of qrita's
+    n_graphs = len(eager_graph._GRAPHS)
+    static = t.clone()
+    plain(static, None, 0.8)  # compile outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = ops.top_k_top_p_mask(static, None, 0.8)
+    assert len(eager_graph._GRAPHS) == n_graphs
+    t2 = torch.tensor(_rows(rng, 1, V), device="cuda").to(dtype)
+    static.copy_(t2)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(_bits(out), _bits(plain(t2, None, 0.8)))
+    eager_graph.clear()
