@@ -1,4 +1,4 @@
-"""``qrita.backends.triton.eager_graph`` (``QRITA_EAGER_GRAPHS=1``): eager small-batch mask calls
+"""``qrita.backends.triton.eager_graph`` (on unless ``QRITA_EAGER_GRAPHS=0``): eager small-batch mask calls
 replayed from graphs qrita captured. On the CPU the graph is a stand-in that re-runs the captured
 launches into the same static output (what a CUDA graph's replay does); on the GPU, real graphs.
 Every mask is compared in full with the oracle and with the plain path."""
@@ -33,7 +33,7 @@ class _StandInCapture:
         run(*static)
 
     @classmethod
-    def capture(cls, run, static):
+    def capture(cls, run, static, device):
         output = run(*static)
         graph = _StandInGraph(run, static, output)
         cls.captures.append(graph)
@@ -140,6 +140,8 @@ def test_usable_only_for_small_cuda_batches(monkeypatch):
         monkeypatch.setattr(eager_graph, "ENABLED", True)
         assert eager_graph.usable(torch.zeros((eager_graph.MAX_ROWS, 8), device="cuda"))
         assert not eager_graph.usable(torch.zeros((eager_graph.MAX_ROWS + 1, 8), device="cuda"))
+        too_big = eager_graph.MAX_BYTES // 4 + 1
+        assert not eager_graph.usable(torch.zeros((1, too_big), device="cuda"))
 
 
 @pytest.mark.gpu

@@ -1,4 +1,5 @@
-"""Eager small-batch calls replayed from CUDA graphs captured by qrita (``QRITA_EAGER_GRAPHS=1``).
+"""Eager small-batch calls replayed from CUDA graphs captured by qrita (on unless
+``QRITA_EAGER_GRAPHS=0``).
 
 An eager top-p mask call at B = 1 makes 13 kernel launches; their host cost (Python and Triton's
 launcher, ~20-35 us each on the H100's host) is several times the kernels' GPU time (91 us by
@@ -6,32 +7,40 @@ CUDA-graph replay against 475 us eager, fp32 zipf topp0.9, V = 131072, thirty-se
 With this option, a call at a small batch that is not itself being captured copies its inputs
 into static buffers, replays a graph of the same launches captured on them at the call's first
 occurrence, and returns a copy of the static output: three host operations instead of 13
-launches, and the same kernels, so the same answer bit for bit.
+launches, and the same kernels, so the same answer bit for bit. H100, fp32 zipf, V = 131072,
+eager us (``benchmarks/profile_pipeline.py``, BENCHMARKS.md thirty-seventh session): topp0.9
+B = 1 421 -> 87, B = 8 412 -> 91; topk50 B = 1 -> 34, B = 8 -> 47.
 
 The graphs are keyed by everything the launches depend on: the operation, the device, shapes,
 dtypes and strides, scalar k / p / fill values (a per-row tensor's dtype and shape; its values
-are copied in), and the launch table (``QRITA_LAUNCH_TABLE``) and one-launch switch
-(``QRITA_ONE_LAUNCH``). At most ``QRITA_EAGER_GRAPHS_MAX`` (8) graphs are kept, least recently
-used first out; each holds its static input and output and the call's scratch (at B = 8,
-V = 131072, fp32: 4 MiB each for input and output). Off by default: it trades memory for host
-time, and a capture synchronises the device once per key. Not thread-safe.
+are copied in), the current stream, and the launch table (``QRITA_LAUNCH_TABLE``) and one-launch
+switch (``QRITA_ONE_LAUNCH``). A call takes a graph when its logits are at most
+``QRITA_EAGER_GRAPHS_ROWS`` (8) rows of at most ``QRITA_EAGER_GRAPHS_BYTES`` (4 MiB) in all.
+At most ``QRITA_EAGER_GRAPHS_MAX`` (8) graphs are kept, least recently used first out; each holds
+its static input and output (the logits' size each) and the call's scratch: at most 8 x (2 x
+4 MiB + scratch) in all. A capture neither synchronises nor empties torch's allocator cache (no
+``torch.cuda.graph`` context: ``capture_begin`` / ``capture_end`` on a side stream, errors
+thread-local). Calls from several threads are serialised around the copies and the replay.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
-__all__ = ["ENABLED", "MAX_ROWS", "MAX_GRAPHS", "cached_call", "clear", "usable"]
+__all__ = ["ENABLED", "MAX_ROWS", "MAX_BYTES", "MAX_GRAPHS", "cached_call", "clear", "usable"]
 
-#: whether eager calls take the graphs (``QRITA_EAGER_GRAPHS=1``, read at import)
-ENABLED = os.environ.get("QRITA_EAGER_GRAPHS", "0") == "1"
+#: whether eager calls take the graphs (unless ``QRITA_EAGER_GRAPHS=0``, read at import)
+ENABLED = os.environ.get("QRITA_EAGER_GRAPHS", "1") == "1"
 #: batches of at most this many rows take them (``QRITA_EAGER_GRAPHS_ROWS``)
 MAX_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ROWS", "8"))
+#: and of at most this many bytes (``QRITA_EAGER_GRAPHS_BYTES``)
+MAX_BYTES = int(os.environ.get("QRITA_EAGER_GRAPHS_BYTES", str(4 << 20)))
 #: graphs kept (``QRITA_EAGER_GRAPHS_MAX``)
 MAX_GRAPHS = int(os.environ.get("QRITA_EAGER_GRAPHS_MAX", "8"))
 
@@ -48,18 +57,21 @@ class _Graphed:
 
 
 _GRAPHS: OrderedDict[tuple, _Graphed] = OrderedDict()
+_LOCK = threading.Lock()
 
 
 def clear() -> None:
     """Drop every kept graph (and with it its static buffers and scratch)."""
-    _GRAPHS.clear()
+    with _LOCK:
+        _GRAPHS.clear()
 
 
 def usable(x: torch.Tensor) -> bool:
     """Whether a call on ``x`` (B, V) may take a graph: the option on, a CUDA tensor, at most
-    :data:`MAX_ROWS` rows, and the current stream not capturing (a call inside the caller's own
-    capture launches its kernels into that capture)."""
+    :data:`MAX_ROWS` rows and :data:`MAX_BYTES` bytes, and the current stream not capturing (a
+    call inside the caller's own capture launches its kernels into that capture)."""
     return (ENABLED and x.is_cuda and 0 < x.shape[0] <= MAX_ROWS
+            and x.numel() * x.element_size() <= MAX_BYTES
             and not torch.cuda.is_current_stream_capturing())
 
 
@@ -88,10 +100,18 @@ class _CudaCapture:
         torch.cuda.current_stream(device).wait_stream(side)
 
     @staticmethod
-    def capture(run: Callable[..., Any], static: tuple[Any, ...]) -> tuple[Any, Any]:
+    def capture(run: Callable[..., Any], static: tuple[Any, ...],
+                device: torch.device) -> tuple[Any, Any]:
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            output = run(*static)
+        side = torch.cuda.Stream(device=device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            graph.capture_begin(capture_error_mode="thread_local")
+            try:
+                output = run(*static)
+            finally:
+                graph.capture_end()
+        torch.cuda.current_stream(device).wait_stream(side)
         return graph, output
 
 
@@ -103,7 +123,7 @@ def _capture(run: Callable[..., Any], args: Sequence[Any], device: torch.device)
     """Static copies of ``args``' tensors, and the graph of ``run`` on them."""
     static = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
     _CAPTURE.warm_up(run, static, device)
-    graph, output = _CAPTURE.capture(run, static)
+    graph, output = _CAPTURE.capture(run, static, device)
     return _Graphed(graph, static, output)
 
 
@@ -128,17 +148,19 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
     A fresh copy of the graph's output (tensors the caller owns).
     """
     first = next(a for a in args if isinstance(a, torch.Tensor))
-    key = (op, first.device, _env_key(), *(_describe(a) for a in args))
-    entry = _GRAPHS.get(key)
-    if entry is None:
-        entry = _capture(run, args, first.device)
-        _GRAPHS[key] = entry
-        while len(_GRAPHS) > MAX_GRAPHS:
-            _GRAPHS.popitem(last=False)
-    else:
-        _GRAPHS.move_to_end(key)
-        for static, a in zip(entry.inputs, args):
-            if isinstance(a, torch.Tensor):
-                static.copy_(a)
-    entry.graph.replay()
-    return _copy_out(entry.output)
+    stream = torch.cuda.current_stream(first.device).cuda_stream if first.is_cuda else 0
+    key = (op, first.device, stream, _env_key(), *(_describe(a) for a in args))
+    with _LOCK:
+        entry = _GRAPHS.get(key)
+        if entry is None:
+            entry = _capture(run, args, first.device)
+            _GRAPHS[key] = entry
+            while len(_GRAPHS) > MAX_GRAPHS:
+                _GRAPHS.popitem(last=False)
+        else:
+            _GRAPHS.move_to_end(key)
+            for static, a in zip(entry.inputs, args):
+                if isinstance(a, torch.Tensor):
+                    static.copy_(a)
+        entry.graph.replay()
+        return _copy_out(entry.output)
