@@ -81,13 +81,16 @@ def _site_launches(monkeypatch, *kernels) -> list:
 def _small_slots_table():
     """The launch table with the interpreter's slots (256 per row), on every device: the V ~ 1000
     rows of the wide-stage tests overflow them and take the wide stage on a GPU too (the GPU
-    table's 4096 slots would hold them whole). Under the interpreter it is the usual table."""
+    table's 4096 slots would hold them whole). Under the interpreter it is the usual table, but
+    for the band: the sample places it at every batch (``hist_small_batch`` 0), as the tests of
+    the band's misses and the rounds need; ``histsmall``'s test sets its own."""
     import os
+    from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
 
-    return lambda V, dtype: launch_module._pipeline_config(
-        V, dtype, True, os.environ.get("QRITA_LAUNCH_TABLE", ""))
+    return lambda V, dtype: replace(launch_module._pipeline_config(
+        V, dtype, True, os.environ.get("QRITA_LAUNCH_TABLE", "")), hist_small_batch=0)
 
 
 def _wide_edge_rows(rng, V: int, grammar_fracs: tuple[float, ...]) -> np.ndarray:
