@@ -890,7 +890,8 @@ def test_wide_compaction_unswitched_and_exp2(monkeypatch, dtype):
         monkeypatch.setattr(launch_module, "pipeline_config",
                             lambda V, dtype, u=unswitch, e=exp2: replace(
                                 table(V, dtype), band_percent=5, wide_lean=True, block_wide=32,
-                                block_wide2=32, wide_unswitch=u, wide_exp2=e))
+                                block_wide2=32, wide_unswitch=u, wide_exp2=e,
+                                wide_fixed=False))  # exp2 is the float32 masses' option
         for p in (0.9, 0.99, 0.999999):
             out = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
             run_and_check(x, dtype, None, p, stats=out)
@@ -1436,7 +1437,8 @@ def test_hist_band_is_exact_and_hits(monkeypatch, bins, one_launch):
     table = launch_module.pipeline_config
     monkeypatch.setattr(launch_module, "pipeline_config",
                         lambda V, dtype: replace(table(V, dtype), hist_bins=bins,
-                                                 hist_one_launch=one_launch))
+                                                 hist_one_launch=one_launch,
+                                                 hist_small_batch=0))  # these at every batch
     monkeypatch.setenv("QRITA_ONE_LAUNCH_SCRATCH", "keep")
     monkeypatch.setattr(launch_module, "_KEPT_HIST", {})
     monkeypatch.setattr(launch_module, "_KEPT_HIST_VIEWS", {})
