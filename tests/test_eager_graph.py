@@ -72,35 +72,55 @@ def _rows(rng, batch: int, vocab: int) -> np.ndarray:
 
 
 def test_replays_one_graph_per_key_and_copies_out(stand_in):
-    """The same shape and scalars replay one graph with each call's inputs copied in; a new p
-    value, a per-row tensor, another fill or shape each take their own graph; every call's mask
-    is the oracle's, and a returned mask is the caller's (a later call leaves it unchanged)."""
+    """A key's first call runs the launches as they are, its second captures them; the same
+    shape and scalars then replay one graph with each call's inputs copied in; a new p value,
+    per-row tensors, another fill or shape each take their own graph; every call's mask is the
+    oracle's, and a returned mask is the caller's (a later call leaves it unchanged)."""
     rng = np.random.default_rng(5)
     V = 1001
-    xs = [_rows(rng, 2, V) for _ in range(3)]
+    xs = [_rows(rng, 2, V) for _ in range(4)]
     results = []
-    for x in xs:
+    for i, x in enumerate(xs):
         got = ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), None, 0.9)
         _check(got, x, None, 0.9)
         results.append(got)
-    assert len(stand_in) == 1 and stand_in[0].replays == 3
+        assert len(stand_in) == (0 if i == 0 else 1)
+    assert stand_in[0].replays == 3
     for got, x in zip(results, xs):  # unchanged by the later calls
         _check(got, x, None, 0.9)
     # another p value, per-row k and p tensors (their values copied in), a fill, a shape
     x = xs[0]
-    _check(ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), None, 0.5), x, None, 0.5)
+    for _ in range(2):
+        _check(ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), None, 0.5), x, None, 0.5)
     assert len(stand_in) == 2
-    for k_rows, p_rows in (([3, 700], [0.9, 0.2]), ([1, 1000], [1.0, 0.99])):
+    for k_rows, p_rows in (([3, 700], [0.9, 0.2]), ([1, 1000], [1.0, 0.99]),
+                           ([999, 2], [0.3, 1e-7])):
         k_t = torch.tensor(k_rows, dtype=torch.int64, device=DEVICE)
         p_t = torch.tensor(p_rows, dtype=torch.float32, device=DEVICE)
         got = ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), k_t, p_t)
         _check(got, x, np.array(k_rows), np.array(p_rows, dtype=np.float32))
     assert len(stand_in) == 3 and stand_in[2].replays == 2
-    got = ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), 50, None, fill=-7.0)
-    _check(got, x, 50, None, fill=-7.0)
-    got = ops.top_k_top_p_mask(torch.tensor(x[:1], device=DEVICE), 50, None, fill=-7.0)
-    _check(got, x[:1], 50, None, fill=-7.0)
+    for rows in (x, x[:1]):
+        for _ in range(2):
+            got = ops.top_k_top_p_mask(torch.tensor(rows, device=DEVICE), 50, None, fill=-7.0)
+            _check(got, rows, 50, None, fill=-7.0)
     assert len(stand_in) == 5
+
+
+def test_keys_seen_once_are_not_captured(stand_in, monkeypatch):
+    """Calls whose scalars change every time run as they are: no capture, and the keys seen
+    once are bounded."""
+    monkeypatch.setattr(eager_graph, "_SEEN_MAX", 3)
+    rng = np.random.default_rng(9)
+    x = _rows(rng, 1, 300)
+    t = torch.tensor(x, device=DEVICE)
+    for p in (0.1, 0.2, 0.3, 0.4, 0.5):
+        _check(ops.top_k_top_p_mask(t, None, p), x, None, p)
+    assert stand_in == [] and len(eager_graph._SEEN) == 3
+    _check(ops.top_k_top_p_mask(t, None, 0.1), x, None, 0.1)  # forgotten: seen once again
+    assert stand_in == []
+    _check(ops.top_k_top_p_mask(t, None, 0.5), x, None, 0.5)  # remembered: captured
+    assert len(stand_in) == 1
 
 
 def test_bypassed_inplace_stats_and_large_batches(stand_in):
@@ -124,10 +144,14 @@ def test_least_recently_used_graph_goes_first(stand_in, monkeypatch):
     rng = np.random.default_rng(7)
     x = _rows(rng, 1, 300)
     t = torch.tensor(x, device=DEVICE)
-    for p in (0.3, 0.6, 0.3, 0.9, 0.3):  # 0.6 is the least recently used when 0.9 comes
+    # (each p twice: captured at its second call) 0.6 is the least recently used when 0.9 comes
+    for p in (0.3, 0.3, 0.6, 0.6, 0.3, 0.9, 0.9, 0.3):
         _check(ops.top_k_top_p_mask(t, None, p), x, None, p)
+    assert len(stand_in) == 3 and len(eager_graph._GRAPHS) == 2
+    ops.top_k_top_p_mask(t, None, 0.3)  # kept: replayed
     assert len(stand_in) == 3
-    ops.top_k_top_p_mask(t, None, 0.6)  # captured again
+    for _ in range(2):
+        ops.top_k_top_p_mask(t, None, 0.6)  # dropped: seen once more, then captured again
     assert len(stand_in) == 4 and len(eager_graph._GRAPHS) == 2
 
 
@@ -178,9 +202,9 @@ def test_gpu_eager_graphs_equal_the_plain_path(monkeypatch, dtype):
     with torch.cuda.stream(stream):
         src = torch.zeros_like(t)
         src.copy_(t)
-        got = ops.top_k_top_p_mask(src, None, 0.9)
+        got = [ops.top_k_top_p_mask(src, None, 0.9) for _ in range(2)]  # captured at the 2nd
     stream.synchronize()
-    assert torch.equal(_bits(got), _bits(want))
+    assert all(torch.equal(_bits(g), _bits(want)) for g in got)
     # inside the caller's capture: the plain launches are captured, no new graph of qrita's
     n_graphs = len(eager_graph._GRAPHS)
     static = t.clone()

@@ -5,11 +5,12 @@ An eager top-p mask call at B = 1 makes 13 kernel launches; their host cost (Pyt
 launcher, ~20-35 us each on the H100's host) is several times the kernels' GPU time (91 us by
 CUDA-graph replay against 475 us eager, fp32 zipf topp0.9, V = 131072, thirty-seventh session).
 With this option, a call at a small batch that is not itself being captured copies its inputs
-into static buffers, replays a graph of the same launches captured on them at the call's first
-occurrence, and returns a copy of the static output: three host operations instead of 13
-launches, and the same kernels, so the same answer bit for bit. H100, fp32 zipf, V = 131072,
-eager us (``benchmarks/profile_pipeline.py``, BENCHMARKS.md thirty-seventh session): topp0.9
-B = 1 421 -> 87, B = 8 412 -> 91; topk50 B = 1 -> 34, B = 8 -> 47.
+into static buffers, replays a graph of the same launches captured on them at the key's second
+call (its first runs the launches as they are), and returns a copy of the static output: three
+host operations instead of 13 launches, and the same kernels, so the same answer bit for bit.
+H100, fp32 zipf, V = 131072, eager us (``benchmarks/profile_pipeline.py``, BENCHMARKS.md
+thirty-seventh session): topp0.9 B = 1 421 -> 87, B = 8 412 -> 91; topk50 B = 1 -> 34,
+B = 8 -> 47.
 
 The graphs are keyed by everything the launches depend on: the operation, the device, shapes,
 dtypes and strides, scalar k / p / fill values (a per-row tensor's dtype and shape; its values
@@ -57,6 +58,10 @@ class _Graphed:
 
 
 _GRAPHS: OrderedDict[tuple, _Graphed] = OrderedDict()
+# keys seen once, not captured: a key is captured at its second call, so calls whose scalars
+# change every time (a new p per request) run the launches as they are instead of a capture each
+_SEEN: OrderedDict[tuple, None] = OrderedDict()
+_SEEN_MAX = 256
 _LOCK = threading.Lock()
 
 
@@ -64,6 +69,7 @@ def clear() -> None:
     """Drop every kept graph (and with it its static buffers and scratch)."""
     with _LOCK:
         _GRAPHS.clear()
+        _SEEN.clear()
 
 
 def usable(x: torch.Tensor) -> bool:
@@ -134,7 +140,8 @@ def _copy_out(output: Any) -> Any:
 
 
 def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
-    """``run(*args)``'s result, by replaying the graph of ``(op, args)`` (captured now if new).
+    """``run(*args)``'s result, by replaying the graph of ``(op, args)``: captured at the key's
+    second call (its first runs ``run`` as it is).
 
     Parameters
     ----------
@@ -152,7 +159,13 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
     key = (op, first.device, stream, _env_key(), *(_describe(a) for a in args))
     with _LOCK:
         entry = _GRAPHS.get(key)
+        if entry is None and key not in _SEEN:
+            _SEEN[key] = None
+            while len(_SEEN) > _SEEN_MAX:
+                _SEEN.popitem(last=False)
+            return run(*args)
         if entry is None:
+            del _SEEN[key]
             entry = _capture(run, args, first.device)
             _GRAPHS[key] = entry
             while len(_GRAPHS) > MAX_GRAPHS:
