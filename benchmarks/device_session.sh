@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1145,6 +1145,18 @@ if [[ $stage == s37b ]]; then  # thirty-seventh session, call 3 (~420 s cold): t
   # shellcheck disable=SC2086
   PROF_BATCH=1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S16:-45}" \
     prof_tables bf16_ topp0.9 zipf ${TABLES16:-widefixed=0x0,histsmall=0x0 default}
+fi
+if [[ $stage == s38a ]]; then  # for the next session (~560 s cold): the GPU tests owed at the thirty-seventh session's defaults (eager graphs captured at a key's second call, the batch invariance across the small-batch tiers, real vocabularies), then host time per eager call
+  gpu_tests s38a "${TESTS_S:-420}" tests/test_eager_graph.py \
+    tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant \
+    "tests/test_triton_masks.py::test_gpu_real_vocab[151936-float32]" \
+    "tests/test_triton_masks.py::test_gpu_real_vocab[262144-bfloat16]" \
+    tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant
+  timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host" --rows 12 \
+    --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9" 2>&1 | grep 'B=1'
+fi
+if [[ $stage == s38b ]]; then  # for the next session (~500 s warm): the bench grid at the defaults, zipf, V = 131072, fp32 and bf16, eager and graph (BATCHES)
+  bench_zipf s38b "${BENCH_S:-480}" "${BATCHES:-1,8,64,256,1024}"
 fi
 if [[ $stage == s35a ]]; then  # thirty-fifth session (written without a device; ~520 s warm): the wide stage's fixed-point masses (widefixed) and the band following B with them (histsmall): their tests on the GPU, the batch-invariance and graph tests with the histogram band at B <= 64 and the sampled band above (TABLE), then fp32 and bf16 top-p profiles against the default on the same inputs
   timeout "${KNOB_TESTS_S:-150}" python3 -m pytest -p no:cacheprovider -rf --tb=short -q \
