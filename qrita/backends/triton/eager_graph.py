@@ -156,6 +156,8 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
     A fresh copy of the graph's output (tensors the caller owns).
     """
     first = next(a for a in args if isinstance(a, torch.Tensor))
+    if first.is_cuda and first.device.index != torch.cuda.current_device():
+        return run(*args)  # a replay launches on the current device's stream: not this one's
     stream = torch.cuda.current_stream(first.device).cuda_stream if first.is_cuda else 0
     key = (op, first.device, stream, _env_key(), *(_describe(a) for a in args))
     with _LOCK:
