@@ -139,6 +139,31 @@ def test_bypassed_inplace_stats_and_large_batches(stand_in):
     assert stand_in == []
 
 
+def test_a_key_whose_capture_fails_runs_as_it_is(stand_in, monkeypatch):
+    """A capture that raises leaves that key on the plain path (the oracle's masks), with no
+    further attempt; other keys still capture."""
+    calls = []
+
+    class Failing(_StandInCapture):
+        @classmethod
+        def capture(cls, run, static, device):
+            calls.append(static)
+            if len(calls) == 1:
+                raise RuntimeError("operation not permitted when stream is capturing")
+            return super().capture(run, static, device)
+
+    monkeypatch.setattr(eager_graph, "_CAPTURE", Failing)
+    rng = np.random.default_rng(10)
+    x = _rows(rng, 1, 300)
+    t = torch.tensor(x, device=DEVICE)
+    for _ in range(4):
+        _check(ops.top_k_top_p_mask(t, None, 0.4), x, None, 0.4)
+    assert len(calls) == 1 and stand_in == []
+    for _ in range(2):
+        _check(ops.top_k_top_p_mask(t, None, 0.6), x, None, 0.6)
+    assert len(calls) == 2 and len(stand_in) == 1
+
+
 def test_least_recently_used_graph_goes_first(stand_in, monkeypatch):
     monkeypatch.setattr(eager_graph, "MAX_GRAPHS", 2)
     rng = np.random.default_rng(7)

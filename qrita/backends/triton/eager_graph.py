@@ -63,6 +63,7 @@ _GRAPHS: OrderedDict[tuple, _Graphed] = OrderedDict()
 # change every time (a new p per request) run the launches as they are instead of a capture each
 _SEEN: OrderedDict[tuple, None] = OrderedDict()
 _SEEN_MAX = 256
+_FAILED: set[tuple] = set()  # keys whose capture raised: they run as they are
 _LOCK = threading.Lock()
 
 
@@ -71,6 +72,7 @@ def clear() -> None:
     with _LOCK:
         _GRAPHS.clear()
         _SEEN.clear()
+        _FAILED.clear()
 
 
 def usable(x: torch.Tensor) -> bool:
@@ -162,6 +164,8 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
     key = (op, first.device, stream, _env_key(), *(_describe(a) for a in args))
     with _LOCK:
         entry = _GRAPHS.get(key)
+        if key in _FAILED:
+            return run(*args)
         if entry is None and key not in _SEEN:
             _SEEN[key] = None
             while len(_SEEN) > _SEEN_MAX:
@@ -169,7 +173,11 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
             return run(*args)
         if entry is None:
             del _SEEN[key]
-            entry = _capture(run, args, first.device)
+            try:
+                entry = _capture(run, args, first.device)
+            except Exception:  # noqa: BLE001 (a key that cannot be captured runs as it is)
+                _FAILED.add(key)
+                return run(*args)
             _GRAPHS[key] = entry
             while len(_GRAPHS) > MAX_GRAPHS:
                 _GRAPHS.popitem(last=False)
