@@ -706,16 +706,12 @@ def _small_cap_config(cfg: PipelineConfig) -> PipelineConfig:
 def _small_batch_hist_config(cfg: PipelineConfig, small_settings: bool = True) -> PipelineConfig:
     """``cfg`` with the band from the one-launch count histogram, and (``small_settings``) the
     small batches' compaction tile, warps and round split."""
-    if not small_settings:
-        return replace(cfg, hist_bins=cfg.hist_bins or HIST_SMALL_BINS, hist_one_launch=True,
-                       hist_small_batch=0, block_wide_small=0, warps_wide_small=0,
-                       round_split_small=0, wide_small_batch=0)
+    small = dict(block_wide=cfg.block_wide_small or cfg.block_wide,
+                 warps_wide=cfg.warps_wide_small or cfg.warps_wide,
+                 round_split=cfg.round_split_small or cfg.round_split) if small_settings else {}
     return replace(cfg, hist_bins=cfg.hist_bins or HIST_SMALL_BINS, hist_one_launch=True,
-                   hist_small_batch=0, block_wide=cfg.block_wide_small or cfg.block_wide,
-                   warps_wide=cfg.warps_wide_small or cfg.warps_wide,
-                   round_split=cfg.round_split_small or cfg.round_split,
-                   block_wide_small=0, warps_wide_small=0, round_split_small=0,
-                   wide_small_batch=0)
+                   hist_small_batch=0, block_wide_small=0, warps_wide_small=0,
+                   round_split_small=0, wide_small_batch=0, **small)
 
 
 def call_config(cfg: PipelineConfig, vocab: int, k, p, batch: int = 0) -> PipelineConfig:
