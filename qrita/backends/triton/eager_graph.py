@@ -96,32 +96,37 @@ def _env_key() -> tuple[str, str]:
     return (os.environ.get("QRITA_LAUNCH_TABLE", ""), os.environ.get("QRITA_ONE_LAUNCH", ""))
 
 
+def _on_side_stream(device: torch.device, fn: Callable[[], Any]) -> Any:
+    """``fn()`` on a fresh stream ordered after the current one, which then waits for it."""
+    side = torch.cuda.Stream(device=device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        result = fn()
+    torch.cuda.current_stream(device).wait_stream(side)
+    return result
+
+
 class _CudaCapture:
     """How a graph is made: one warm-up run of the launches on a side stream (it compiles and
     keys the kernels, and allocates kept scratch outside the capture), then their capture."""
 
     @staticmethod
     def warm_up(run: Callable[..., Any], static: tuple[Any, ...], device: torch.device) -> None:
-        side = torch.cuda.Stream(device=device)
-        side.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(side):
-            run(*static)
-        torch.cuda.current_stream(device).wait_stream(side)
+        _on_side_stream(device, lambda: run(*static))
 
     @staticmethod
     def capture(run: Callable[..., Any], static: tuple[Any, ...],
                 device: torch.device) -> tuple[Any, Any]:
         graph = torch.cuda.CUDAGraph()
-        side = torch.cuda.Stream(device=device)
-        side.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(side):
+
+        def captured() -> Any:
             graph.capture_begin(capture_error_mode="thread_local")
             try:
-                output = run(*static)
+                return run(*static)
             finally:
                 graph.capture_end()
-        torch.cuda.current_stream(device).wait_stream(side)
-        return graph, output
+
+        return graph, _on_side_stream(device, captured)
 
 
 #: the graph maker (tests put a stand-in here)
