@@ -180,6 +180,48 @@ def test_least_recently_used_graph_goes_first(stand_in, monkeypatch):
     assert len(stand_in) == 4 and len(eager_graph._GRAPHS) == 2
 
 
+def test_the_warm_up_takes_the_capture_path(stand_in, monkeypatch):
+    """The warm-up before a capture runs as the capture will (``eager_graph.capturing`` true),
+    so the launchers pick the capture's kernels and scratch there and compile them before the
+    capture: ``launch.one_launch`` says no and ``one_launch_scratch`` hands out a new zeroed
+    buffer, not the kept one; the plain first call, the replays and calls outside are eager."""
+    from types import SimpleNamespace
+
+    from qrita.backends.triton import launch
+
+    seen = []
+
+    def run(t):
+        seen.append(eager_graph.capturing(t.device))
+        return t + 1
+
+    t = torch.zeros((1, 5))
+    for _ in range(4):
+        assert torch.equal(eager_graph.cached_call("probe", run, (t,)), t + 1)
+    # first call plain, second: warm-up then the stand-in's capture (which runs as it is)
+    assert seen[:2] == [False, True] and not any(seen[2:])
+    assert not eager_graph.capturing(t.device)
+
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "auto")
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)
+    cuda_x = SimpleNamespace(is_cuda=True, device=torch.device("cuda", 0))
+    cfg = launch._pipeline_config(4096, torch.float32, True, "")
+    monkeypatch.setattr(launch, "_KEPT_SCRATCH", {})
+    monkeypatch.setattr(launch, "_KEPT_VIEWS", {})
+    cpu = torch.device("cpu")
+    assert launch.one_launch(1, cuda_x)
+    kept = launch.one_launch_scratch(1, cfg, cpu)
+    assert launch.one_launch_scratch(1, cfg, cpu) is kept
+    eager_graph._WARM_UP.on = True
+    try:
+        assert not launch.one_launch(1, cuda_x)
+        fresh = launch.one_launch_scratch(1, cfg, cpu)
+        assert fresh.data_ptr() != kept.data_ptr() and not fresh.any()
+    finally:
+        eager_graph._WARM_UP.on = False
+    assert launch.one_launch(1, cuda_x)
+
+
 def test_usable_only_for_small_cuda_batches(monkeypatch):
     monkeypatch.setattr(eager_graph, "ENABLED", True)
     assert not eager_graph.usable(torch.zeros((1, 8)))  # a CPU tensor
@@ -243,4 +285,73 @@ def test_gpu_eager_graphs_equal_the_plain_path(monkeypatch, dtype):
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(_bits(out), _bits(plain(t2, None, 0.8)))
+    eager_graph.clear()
+
+
+@pytest.mark.gpu
+def test_gpu_the_capture_records_what_the_warm_up_ran(monkeypatch):
+    """Real CUDA graphs, top-k alone (whose eager calls take the one-launch kernels and whose
+    captures the pipeline's) and top-p, fp32 and bf16 at B = 1 and 8: the warm-up asks
+    ``launch.one_launch`` exactly what the capture asks and gets the same answers, Triton
+    compiles nothing while the capture runs (``knobs.runtime.jit_cache_hook``: called at each
+    kernel missing from its in-memory cache), and the replays equal the plain path."""
+    import triton
+
+    from qrita.backends.triton import launch
+
+    monkeypatch.setattr(eager_graph, "ENABLED", True)
+    monkeypatch.delenv("QRITA_ONE_LAUNCH", raising=False)
+    eager_graph.clear()
+    phase = ["plain"]
+    asked = {"plain": [], "warm-up": [], "capture": []}
+    missing_in_capture = []
+    real_one_launch = launch.one_launch
+
+    def recorded_one_launch(batch, x):
+        answer = real_one_launch(batch, x)
+        asked[phase[0]].append(answer)
+        return answer
+
+    def cache_hook(*args, **kwargs):
+        if phase[0] == "capture":
+            missing_in_capture.append(kwargs.get("fn", args[:1]))
+        return None
+
+    class Phased(eager_graph._CudaCapture):
+        @staticmethod
+        def warm_up(run, static, device):
+            phase[0] = "warm-up"
+            try:
+                eager_graph._CudaCapture.warm_up(run, static, device)
+            finally:
+                phase[0] = "plain"
+
+        @staticmethod
+        def capture(run, static, device):
+            phase[0] = "capture"
+            try:
+                return eager_graph._CudaCapture.capture(run, static, device)
+            finally:
+                phase[0] = "plain"
+
+    monkeypatch.setattr(launch, "one_launch", recorded_one_launch)
+    monkeypatch.setattr(ops, "one_launch", recorded_one_launch)
+    monkeypatch.setattr(eager_graph, "_CAPTURE", Phased)
+    monkeypatch.setattr(triton.knobs.runtime, "jit_cache_hook", cache_hook)
+    rng = np.random.default_rng(11)
+    V = 65521  # B = 8 in fp32 is just under the 2 MiB limit
+    for dtype in (torch.float32, torch.bfloat16):
+        for batch in (1, 8):
+            for k, p in ((1000, None), (50, None), (None, 0.9)):
+                t = torch.tensor(_rows(rng, batch, V), device="cuda").to(dtype)
+                monkeypatch.setattr(eager_graph, "ENABLED", False)
+                want = ops.top_k_top_p_mask(t, k, p)
+                monkeypatch.setattr(eager_graph, "ENABLED", True)
+                for _ in range(3):  # plain, capture, replay
+                    got = ops.top_k_top_p_mask(t, k, p)
+                    assert torch.equal(_bits(got), _bits(want)), (dtype, batch, k, p)
+    assert asked["capture"] and not any(asked["capture"])  # a graph takes the pipeline's kernels
+    assert asked["warm-up"] == asked["capture"]
+    assert True in asked["plain"]  # the eager top-k calls took the one-launch kernels
+    assert missing_in_capture == []
     eager_graph.clear()

@@ -35,7 +35,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["ENABLED", "MAX_ROWS", "MAX_BYTES", "MAX_GRAPHS", "cached_call", "clear", "usable"]
+__all__ = ["ENABLED", "MAX_ROWS", "MAX_BYTES", "MAX_GRAPHS", "cached_call", "capturing", "clear",
+           "usable"]
 
 #: whether eager calls take the graphs (unless ``QRITA_EAGER_GRAPHS=0``, read at import)
 ENABLED = os.environ.get("QRITA_EAGER_GRAPHS", "1") == "1"
@@ -65,6 +66,17 @@ _SEEN: OrderedDict[tuple, None] = OrderedDict()
 _SEEN_MAX = 256
 _FAILED: set[tuple] = set()  # keys whose capture raised: they run as they are
 _LOCK = threading.Lock()
+_WARM_UP = threading.local()  # .on while this thread runs a warm-up before a capture
+
+
+def capturing(device: torch.device) -> bool:
+    """Whether launches on ``device`` now go into a CUDA graph: its current stream is capturing,
+    or this thread runs qrita's warm-up before a capture. The launchers ask this where a graph
+    takes another path than an eager call (the one-launch kernels; the kept scratch), so the
+    warm-up runs the launches the capture records: their kernels are compiled before the capture,
+    not inside it (a cold compile in the capture took 3-5 s per key on the H100; s38b bench)."""
+    return getattr(_WARM_UP, "on", False) or (
+        device.type == "cuda" and torch.cuda.is_current_stream_capturing())
 
 
 def clear() -> None:
@@ -136,7 +148,11 @@ _CAPTURE: Any = _CudaCapture
 def _capture(run: Callable[..., Any], args: Sequence[Any], device: torch.device) -> _Graphed:
     """Static copies of ``args``' tensors, and the graph of ``run`` on them."""
     static = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-    _CAPTURE.warm_up(run, static, device)
+    _WARM_UP.on = True
+    try:
+        _CAPTURE.warm_up(run, static, device)
+    finally:
+        _WARM_UP.on = False
     graph, output = _CAPTURE.capture(run, static, device)
     return _Graphed(graph, static, output)
 

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import torch
 import triton
 
-from qrita.backends.triton import fastlaunch, philox
+from qrita.backends.triton import eager_graph, fastlaunch, philox
 from qrita.backends.triton.fused_sample import fused_topk_sample_kernel, selection_sample_kernel
 from qrita.backends.triton.fused_topp import fused_topp_sample_kernel
 from qrita.backends.triton.hist_band import hist_band_count_kernel, hist_band_merge_kernel
@@ -977,8 +977,10 @@ SMALL_BATCH_ROWS = 8  # batches up to this size take ``candsmall``'s pass A (top
 
 def one_launch(batch: int, x: torch.Tensor) -> bool:
     """Whether a small-batch call takes a one-launch kernel (:mod:`.one_launch`): a batch of at
-    most 16 rows, on a GPU and not while a CUDA graph is being captured. ``QRITA_ONE_LAUNCH``:
-    ``auto`` (the default), ``1`` always (the interpreter included), ``0`` never; a suffix
+    most 16 rows, on a GPU and not while a CUDA graph is being captured (nor in the warm-up
+    before one of :mod:`.eager_graph`'s captures, which must run what the capture records).
+    ``QRITA_ONE_LAUNCH``: ``auto`` (the default), ``1`` always (the interpreter included), ``0``
+    never; a suffix
     ``:N`` moves the batch limit (a measuring knob: ``1:64``). The callers add their own
     conditions (top-k alone, out of place, no ``stats``).
 
@@ -991,7 +993,7 @@ def one_launch(batch: int, x: torch.Tensor) -> bool:
     if choice == "0" or batch > (int(limit) if limit else ONE_LAUNCH_MAX_BATCH):
         return False
     if choice == "auto":
-        return x.is_cuda and not torch.cuda.is_current_stream_capturing()
+        return x.is_cuda and not eager_graph.capturing(x.device)
     return choice == "1"
 
 
@@ -1030,12 +1032,13 @@ def one_launch_scratch(batch: int, cfg: PipelineConfig, device: torch.device) ->
     written except the counters, which each row's last program sets back to zero, and calls on
     one stream run in order. Batches above ``COUNTER_WORDS`` rows (whose counters' place depends
     on B) and calls made while a CUDA graph is captured (a graph may be replayed on any stream,
-    concurrently with other work: it owns its scratch) always take a new zeroed buffer.
+    concurrently with other work: it owns its scratch) or warmed up for one
+    (``eager_graph.capturing``) always take a new zeroed buffer.
     """
     words = one_launch_words(batch, cfg)
     if (batch > COUNTER_WORDS.value
             or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "keep") != "keep"
-            or (device.type == "cuda" and torch.cuda.is_current_stream_capturing())):
+            or eager_graph.capturing(device)):
         return torch.zeros(words, dtype=torch.int32, device=device)
     return _kept_buffer(_KEPT_SCRATCH, _KEPT_VIEWS, words, device)
 
@@ -1066,7 +1069,7 @@ def hist_band_scratch(words: int, device: torch.device) -> torch.Tensor:
     touched), so they need no fill. Calls made while a CUDA graph is captured take their own
     zeroed buffer."""
     if (os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "keep") != "keep"
-            or (device.type == "cuda" and torch.cuda.is_current_stream_capturing())):
+            or eager_graph.capturing(device)):
         return torch.zeros(words, dtype=torch.int32, device=device)
     return _kept_buffer(_KEPT_HIST, _KEPT_HIST_VIEWS, words, device)
 
