@@ -75,17 +75,22 @@ def test_replays_one_graph_per_key_and_copies_out(stand_in):
     """A key's first call runs the launches as they are, its second captures them; the same
     shape and scalars then replay one graph with each call's inputs copied in; a new p value,
     per-row tensors, another fill or shape each take their own graph; every call's mask is the
-    oracle's, and a returned mask is the caller's (a later call leaves it unchanged)."""
+    oracle's, and a returned mask is the caller's (a later call leaves it unchanged). The graph
+    masks its static copy of the logits in place; the caller's logits stay as they were."""
     rng = np.random.default_rng(5)
     V = 1001
     xs = [_rows(rng, 2, V) for _ in range(4)]
     results = []
     for i, x in enumerate(xs):
-        got = ops.top_k_top_p_mask(torch.tensor(x, device=DEVICE), None, 0.9)
+        logits = torch.tensor(x, device=DEVICE)
+        got = ops.top_k_top_p_mask(logits, None, 0.9)
         _check(got, x, None, 0.9)
+        np.testing.assert_array_equal(logits.cpu().numpy(), x)
         results.append(got)
         assert len(stand_in) == (0 if i == 0 else 1)
     assert stand_in[0].replays == 3
+    graph = stand_in[0]
+    assert graph.output is graph.static[0]  # one (B, V) buffer: masked in place
     for got, x in zip(results, xs):  # unchanged by the later calls
         _check(got, x, None, 0.9)
     # another p value, per-row k and p tensors (their values copied in), a fill, a shape
@@ -339,7 +344,7 @@ def test_gpu_the_capture_records_what_the_warm_up_ran(monkeypatch):
     monkeypatch.setattr(eager_graph, "_CAPTURE", Phased)
     monkeypatch.setattr(triton.knobs.runtime, "jit_cache_hook", cache_hook)
     rng = np.random.default_rng(11)
-    V = 65521  # B = 8 in fp32 is just under the 2 MiB limit
+    V = 65537
     for dtype in (torch.float32, torch.bfloat16):
         for batch in (1, 8):
             for k, p in ((1000, None), (50, None), (None, 0.9)):

@@ -8,6 +8,8 @@ With this option, a call at a small batch that is not itself being captured copi
 into static buffers, replays a graph of the same launches captured on them at the key's second
 call (its first runs the launches as they are), and returns a copy of the static output: three
 host operations instead of 13 launches, and the same kernels, so the same answer bit for bit.
+The mask's graph masks its static copy of the logits in place (the kernels' ``inplace`` path),
+so it keeps one (B, V) buffer, not an input and an output.
 H100, fp32 zipf, V = 131072, eager us (``benchmarks/profile_pipeline.py``, BENCHMARKS.md
 thirty-seventh session): topp0.9 B = 1 421 -> 87, B = 8 412 -> 91; topk50 B = 1 -> 34,
 B = 8 -> 47.
@@ -16,11 +18,12 @@ The graphs are keyed by everything the launches depend on: the operation, the de
 dtypes and strides, scalar k / p / fill values (a per-row tensor's dtype and shape; its values
 are copied in), the current stream, and the launch table (``QRITA_LAUNCH_TABLE``) and one-launch
 switch (``QRITA_ONE_LAUNCH``). A call takes a graph when its logits are at most
-``QRITA_EAGER_GRAPHS_ROWS`` (8) rows of at most ``QRITA_EAGER_GRAPHS_BYTES`` (2 MiB) in all:
-a graph holds its static input and output (the logits' size each) and the call's scratch, so a
-capturing call's extra memory stays within issue 3's 8 MiB for B <= 8 (e.g. B = 8, V = 131072:
-bf16 yes, fp32 no; B = 1 up to V = 524288 in fp32). At most ``QRITA_EAGER_GRAPHS_MAX`` (8)
-graphs are kept, least recently used first out: at most 8 x (2 x 2 MiB + scratch) in all. A capture neither synchronises nor empties torch's allocator cache (no
+``QRITA_EAGER_GRAPHS_ROWS`` (8) rows of at most ``QRITA_EAGER_GRAPHS_BYTES`` (4 MiB) in all:
+a mask's graph holds one static copy of the logits and the call's scratch, so a capturing
+call's extra memory stays within issue 3's 8 MiB for B <= 8 (e.g. B = 8, V = 131072 in fp32;
+B = 1 up to V = 1048576 in fp32). At most ``QRITA_EAGER_GRAPHS_MAX`` (8) graphs are kept,
+least recently used first out: at most 8 x (4 MiB + scratch) in all. A capture neither
+synchronises nor empties torch's allocator cache (no
 ``torch.cuda.graph`` context: ``capture_begin`` / ``capture_end`` on a side stream, errors
 thread-local). Calls from several threads are serialised around the copies and the replay.
 """
@@ -43,7 +46,7 @@ ENABLED = os.environ.get("QRITA_EAGER_GRAPHS", "1") == "1"
 #: batches of at most this many rows take them (``QRITA_EAGER_GRAPHS_ROWS``)
 MAX_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ROWS", "8"))
 #: and of at most this many bytes (``QRITA_EAGER_GRAPHS_BYTES``)
-MAX_BYTES = int(os.environ.get("QRITA_EAGER_GRAPHS_BYTES", str(2 << 20)))
+MAX_BYTES = int(os.environ.get("QRITA_EAGER_GRAPHS_BYTES", str(4 << 20)))
 #: graphs kept (``QRITA_EAGER_GRAPHS_MAX``)
 MAX_GRAPHS = int(os.environ.get("QRITA_EAGER_GRAPHS_MAX", "8"))
 
@@ -163,7 +166,8 @@ def _copy_out(output: Any) -> Any:
     return output.clone()
 
 
-def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
+def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
+                graph_run: Callable[..., Any] | None = None) -> Any:
     """``run(*args)``'s result, by replaying the graph of ``(op, args)``: captured at the key's
     second call (its first runs ``run`` as it is).
 
@@ -173,6 +177,9 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
     run : the launches, a function of ``args`` returning a tensor or a tuple of tensors
     args : the call's arguments; the tensors among them are copied into the graph's static
         buffers at each call, everything else is part of the key
+    graph_run : what is captured, if not ``run``: the same result, but it may write it into its
+        static arguments (e.g. a mask in place: the graph then keeps one (B, V) buffer, not an
+        input and an output); they are copied in again before every replay
 
     Returns
     -------
@@ -195,7 +202,7 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
         if entry is None:
             del _SEEN[key]
             try:
-                entry = _capture(run, args, first.device)
+                entry = _capture(graph_run or run, args, first.device)
             except Exception:  # noqa: BLE001 (a key that cannot be captured runs as it is)
                 _FAILED.add(key)
                 return run(*args)
@@ -204,8 +211,9 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any]) -> Any:
                 _GRAPHS.popitem(last=False)
         else:
             _GRAPHS.move_to_end(key)
-            for static, a in zip(entry.inputs, args):
-                if isinstance(a, torch.Tensor):
-                    static.copy_(a)
+        # (also after the capture: the warm-up of an in-place graph_run wrote into them)
+        for static, a in zip(entry.inputs, args):
+            if isinstance(a, torch.Tensor):
+                static.copy_(a)
         entry.graph.replay()
         return _copy_out(entry.output)

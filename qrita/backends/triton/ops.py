@@ -78,7 +78,8 @@ def top_k_top_p_mask(
     if not inplace and stats is None and eager_graph.usable(src) and chunk_rows(
             src.shape[0]) >= src.shape[0]:
         # QRITA_EAGER_GRAPHS=1: the same launches, replayed from a graph qrita captured
-        return eager_graph.cached_call("mask", _mask_launches, (src, k, p, fill))
+        return eager_graph.cached_call("mask", _mask_launches, (src, k, p, fill),
+                                       graph_run=_mask_launches_in_place)
     if inplace and src is logits:
         out = logits
     else:
@@ -99,10 +100,17 @@ def top_k_top_p_mask(
 
 
 def _mask_launches(src: torch.Tensor, k, p, fill: float) -> torch.Tensor:
-    """A fresh (B, V) mask of ``src`` (one chunk; what :mod:`.eager_graph` captures)."""
+    """A fresh (B, V) mask of ``src`` (one chunk)."""
     out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
     launch_mask(src, out, k, p, fill)
     return out
+
+
+def _mask_launches_in_place(src: torch.Tensor, k, p, fill: float) -> torch.Tensor:
+    """``src`` (B, V) masked in place (one chunk): what :mod:`.eager_graph` captures on its
+    static copy of the logits, so a graph keeps one (B, V) buffer."""
+    launch_mask(src, src, k, p, fill)
+    return src
 
 
 def rank_keys(values: torch.Tensor, *, smallest: bool) -> torch.Tensor:
