@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1145,6 +1145,18 @@ if [[ $stage == s37b ]]; then  # thirty-seventh session, call 3 (~420 s cold): t
   # shellcheck disable=SC2086
   PROF_BATCH=1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S16:-45}" \
     prof_tables bf16_ topp0.9 zipf ${TABLES16:-widefixed=0x0,histsmall=0x0 default}
+fi
+if [[ $stage == s39a ]]; then  # thirty-eighth session (~450 s cold): the eager graphs' GPU tests (warm-up on the capture's path, masks in place, the sampler's graphs), then masks / top_k at B = 1, 8 and the sampler at B = 1, 8, eager and graph, host time per call and the adapters' cost
+  gpu_tests s39a "${TESTS_S:-240}" tests/test_eager_graph.py
+  bench_zipf s39a "${BENCH_S:-150}" "${BATCHES:-1,8}" | tail -32
+  timeout "${SAMPLE_S:-120}" python3 benchmarks/bench.py --out "$OUT" --ops sample --vocab 131072 \
+    --dtypes float32,bfloat16 --batch "${BATCHES:-1,8}" --peers torch_sort --graphs --warmup 5 \
+    --rep 25 --check-rows 4 --no-progress > "$OUT/bench_sample_s39a.log" 2>&1
+  echo "sample bench exit $?"; tail -c 2500 "$OUT/bench_sample_s39a.log"
+  timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host" --rows 12 \
+    --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9,public sample k100 p0.9" 2>&1 | grep 'B=1'
+  timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
+    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -25
 fi
 if [[ $stage == s38a ]]; then  # for the next session (~560 s cold): the GPU tests owed at the thirty-seventh session's defaults (eager graphs captured at a key's second call, the batch invariance across the small-batch tiers, real vocabularies), then host time per eager call
   gpu_tests s38a "${TESTS_S:-420}" tests/test_eager_graph.py \

@@ -21,7 +21,14 @@ class _StandInGraph:
         self.run, self.static, self.output, self.replays = run, static, output, 0
 
     def replay(self):
-        self.output.copy_(self.run(*self.static))
+        eager_graph._WARM_UP.on = True  # what a replay re-runs are the captured launches
+        try:
+            result = self.run(*self.static)
+            for out, new in zip(*((r,) if isinstance(r, torch.Tensor) else r
+                                  for r in (self.output, result))):
+                out.copy_(new)
+        finally:
+            eager_graph._WARM_UP.on = False
         self.replays += 1
 
 
@@ -40,10 +47,14 @@ class _StandInCapture:
         return graph, output
 
 
+def _stand_in_usable(x) -> bool:
+    return 0 < x.shape[0] <= 8 and not eager_graph.capturing(x.device)
+
+
 @pytest.fixture
 def stand_in(monkeypatch):
     """Graphs on for CPU tensors of at most 8 rows, made by the stand-in."""
-    monkeypatch.setattr(eager_graph, "usable", lambda x: 0 < x.shape[0] <= 8)
+    monkeypatch.setattr(eager_graph, "usable", _stand_in_usable)
     monkeypatch.setattr(eager_graph, "_CAPTURE", _StandInCapture)
     monkeypatch.setattr(_StandInCapture, "captures", [])
     eager_graph.clear()
@@ -203,8 +214,8 @@ def test_the_warm_up_takes_the_capture_path(stand_in, monkeypatch):
     t = torch.zeros((1, 5))
     for _ in range(4):
         assert torch.equal(eager_graph.cached_call("probe", run, (t,)), t + 1)
-    # first call plain, second: warm-up then the stand-in's capture (which runs as it is)
-    assert seen[:2] == [False, True] and not any(seen[2:])
+    # first call plain, then the warm-up, the capture and the replays (the stand-in's re-runs)
+    assert seen[0] is False and all(seen[1:]) and len(seen) == 6
     assert not eager_graph.capturing(t.device)
 
     monkeypatch.setenv("QRITA_ONE_LAUNCH", "auto")
@@ -225,6 +236,58 @@ def test_the_warm_up_takes_the_capture_path(stand_in, monkeypatch):
     finally:
         eager_graph._WARM_UP.on = False
     assert launch.one_launch(1, cuda_x)
+
+
+def _plain_sample(monkeypatch, x, **kw):
+    from qrita.backends.triton import sampling_ops
+
+    monkeypatch.setattr(eager_graph, "usable", lambda x: False)
+    try:
+        return sampling_ops.sample(x, **kw)
+    finally:
+        monkeypatch.setattr(eager_graph, "usable", _stand_in_usable)
+
+
+def test_sampler_replays_with_new_seeds_and_offsets(stand_in, monkeypatch):
+    """``sample`` takes the graphs too: its seed and offset go in as device values, so a decode
+    loop's new offset (or seed) each call replays one graph; every call's tokens (and
+    log-probabilities) equal the plain path's bit for bit: Python int seeds and offsets, per-row
+    seed and offset tensors, and seed None, whose per-row seeds the graph path derives on the
+    host exactly as the kernels do from the same fresh seed (``philox.fresh_seed`` fixed here)."""
+    from qrita.backends.triton import philox, sampling_ops
+
+    rng = np.random.default_rng(12)
+    x = torch.tensor(_rows(rng, 3, 300), device=DEVICE)
+    k_rows = torch.tensor([5, 0, 300], device=DEVICE)
+    cases = [dict(p=0.9), dict(k=20, p=0.8, temperature=0.7), dict(k=k_rows, p=0.95),
+             dict(p=0.9, min_p=0.05, return_logprob=True)]
+    for kw in cases:
+        for step in range(4):  # a decode loop: the offset moves, the seed stays
+            want = _plain_sample(monkeypatch, x, seed=7 + 2**63, offset=step, **kw)
+            got = sampling_ops.sample(x, seed=7 + 2**63, offset=step, **kw)
+            for g, w in zip(got if isinstance(got, tuple) else (got,),
+                            want if isinstance(want, tuple) else (want,)):
+                assert torch.equal(g, w), (kw, step)
+    assert len(stand_in) == len(cases)
+    assert all(graph.replays == 3 for graph in stand_in)
+    # per-row tensors; and new seeds per call
+    seeds = torch.tensor([1, 2**62, 3], device=DEVICE)
+    offsets = torch.tensor([0, 5, 2**40], device=DEVICE)
+    for call in range(3):
+        want = _plain_sample(monkeypatch, x, p=0.9, seed=seeds + call, offset=offsets)
+        assert torch.equal(sampling_ops.sample(x, p=0.9, seed=seeds + call, offset=offsets),
+                           want)
+        want = _plain_sample(monkeypatch, x, p=0.9, seed=call * 1000, offset=None)
+        assert torch.equal(sampling_ops.sample(x, p=0.9, seed=call * 1000), want)
+    # (the int seeds with offset None replay the first case's graph: ints and None go in as
+    # one device value each)
+    assert len(stand_in) == len(cases) + 1
+    # seed None: the kernels' fresh per-row seeds, from one fixed fresh seed
+    monkeypatch.setattr(philox, "fresh_seed", lambda: 2**63 - 5)
+    want = _plain_sample(monkeypatch, x, p=0.9)
+    for _ in range(3):
+        assert torch.equal(sampling_ops.sample(x, p=0.9), want)
+    assert len(stand_in) == len(cases) + 2
 
 
 def test_usable_only_for_small_cuda_batches(monkeypatch):
@@ -359,4 +422,42 @@ def test_gpu_the_capture_records_what_the_warm_up_ran(monkeypatch):
     assert asked["warm-up"] == asked["capture"]
     assert True in asked["plain"]  # the eager top-k calls took the one-launch kernels
     assert missing_in_capture == []
+    eager_graph.clear()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_sampler_graphs_equal_the_plain_path(monkeypatch, dtype):
+    """Real CUDA graphs for ``sample`` (V = 131072, B = 1 and 8): over a decode loop's offsets,
+    per-row seed tensors, k + p + temperature and the log-probabilities, every call's tokens
+    equal the plain path's bit for bit, and a new offset per call replays one graph per key."""
+    from qrita.backends.triton import sampling_ops
+
+    monkeypatch.setattr(eager_graph, "ENABLED", True)
+    eager_graph.clear()
+    rng = np.random.default_rng(13)
+    V = 131072
+
+    def plain(x, **kw):
+        monkeypatch.setattr(eager_graph, "ENABLED", False)
+        try:
+            return sampling_ops.sample(x, **kw)
+        finally:
+            monkeypatch.setattr(eager_graph, "ENABLED", True)
+
+    keys = 0
+    for batch in (1, 8):
+        x = torch.tensor(_rows(rng, batch, V), device="cuda").to(dtype)
+        seeds = torch.tensor(rng.integers(0, 2**62, batch), device="cuda")
+        for kw in (dict(p=0.9), dict(k=100, p=0.9, temperature=0.8),
+                   dict(p=0.95, min_p=0.02, return_logprob=True)):
+            keys += 2
+            for step in range(4):
+                for seed in (1234, seeds):
+                    want = plain(x, seed=seed, offset=step, **kw)
+                    got = sampling_ops.sample(x, seed=seed, offset=step, **kw)
+                    for g, w in zip(got if isinstance(got, tuple) else (got,),
+                                    want if isinstance(want, tuple) else (want,)):
+                        assert torch.equal(g, w), (batch, kw, step)
+    assert len(eager_graph._GRAPHS) == min(keys, eager_graph.MAX_GRAPHS)
     eager_graph.clear()

@@ -9,7 +9,9 @@ into static buffers, replays a graph of the same launches captured on them at th
 call (its first runs the launches as they are), and returns a copy of the static output: three
 host operations instead of 13 launches, and the same kernels, so the same answer bit for bit.
 The mask's graph masks its static copy of the logits in place (the kernels' ``inplace`` path),
-so it keeps one (B, V) buffer, not an input and an output.
+so it keeps one (B, V) buffer, not an input and an output. ``sample`` takes graphs too, with
+its seed and offset as device values (``sampling_ops._device_counters``), so a new seed or offset
+is not a new key.
 H100, fp32 zipf, V = 131072, eager us (``benchmarks/profile_pipeline.py``, BENCHMARKS.md
 thirty-seventh session): topp0.9 B = 1 421 -> 87, B = 8 412 -> 91; topk50 B = 1 -> 34,
 B = 8 -> 47.
@@ -69,15 +71,17 @@ _SEEN: OrderedDict[tuple, None] = OrderedDict()
 _SEEN_MAX = 256
 _FAILED: set[tuple] = set()  # keys whose capture raised: they run as they are
 _LOCK = threading.Lock()
-_WARM_UP = threading.local()  # .on while this thread runs a warm-up before a capture
+_WARM_UP = threading.local()  # .on while this thread warms up and captures a graph
 
 
 def capturing(device: torch.device) -> bool:
     """Whether launches on ``device`` now go into a CUDA graph: its current stream is capturing,
-    or this thread runs qrita's warm-up before a capture. The launchers ask this where a graph
-    takes another path than an eager call (the one-launch kernels; the kept scratch), so the
-    warm-up runs the launches the capture records: their kernels are compiled before the capture,
-    not inside it (a cold compile in the capture took 3-5 s per key on the H100; s38b bench)."""
+    or this thread runs qrita's warm-up before a capture, or the capture. The launchers ask this
+    where a graph takes another path than an eager call (the one-launch kernels; the kept
+    scratch), so the warm-up runs the launches the capture records: their kernels are compiled
+    before the capture, not inside it (a cold compile in the capture took 3-5 s per key on the
+    H100; s38b bench). Calls nested in a warm-up (the sampler's masks) take no graph of their
+    own."""
     return getattr(_WARM_UP, "on", False) or (
         device.type == "cuda" and torch.cuda.is_current_stream_capturing())
 
@@ -92,11 +96,11 @@ def clear() -> None:
 
 def usable(x: torch.Tensor) -> bool:
     """Whether a call on ``x`` (B, V) may take a graph: the option on, a CUDA tensor, at most
-    :data:`MAX_ROWS` rows and :data:`MAX_BYTES` bytes, and the current stream not capturing (a
-    call inside the caller's own capture launches its kernels into that capture)."""
+    :data:`MAX_ROWS` rows and :data:`MAX_BYTES` bytes, and not :func:`capturing` (a call inside
+    the caller's own capture launches its kernels into that capture; one inside qrita's warm-up
+    or capture, e.g. the sampler's mask, into qrita's)."""
     return (ENABLED and x.is_cuda and 0 < x.shape[0] <= MAX_ROWS
-            and x.numel() * x.element_size() <= MAX_BYTES
-            and not torch.cuda.is_current_stream_capturing())
+            and x.numel() * x.element_size() <= MAX_BYTES and not capturing(x.device))
 
 
 def _describe(v: Any) -> Any:
@@ -154,9 +158,9 @@ def _capture(run: Callable[..., Any], args: Sequence[Any], device: torch.device)
     _WARM_UP.on = True
     try:
         _CAPTURE.warm_up(run, static, device)
+        graph, output = _CAPTURE.capture(run, static, device)
     finally:
         _WARM_UP.on = False
-    graph, output = _CAPTURE.capture(run, static, device)
     return _Graphed(graph, static, output)
 
 
@@ -192,28 +196,28 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
     key = (op, first.device, stream, _env_key(), *(_describe(a) for a in args))
     with _LOCK:
         entry = _GRAPHS.get(key)
-        if key in _FAILED:
-            return run(*args)
-        if entry is None and key not in _SEEN:
-            _SEEN[key] = None
-            while len(_SEEN) > _SEEN_MAX:
-                _SEEN.popitem(last=False)
-            return run(*args)
-        if entry is None:
+        if entry is not None:
+            _GRAPHS.move_to_end(key)
+        elif key not in _FAILED and key in _SEEN:  # its second call: capture
             del _SEEN[key]
             try:
                 entry = _capture(graph_run or run, args, first.device)
             except Exception:  # noqa: BLE001 (a key that cannot be captured runs as it is)
                 _FAILED.add(key)
-                return run(*args)
-            _GRAPHS[key] = entry
-            while len(_GRAPHS) > MAX_GRAPHS:
-                _GRAPHS.popitem(last=False)
-        else:
-            _GRAPHS.move_to_end(key)
-        # (also after the capture: the warm-up of an in-place graph_run wrote into them)
-        for static, a in zip(entry.inputs, args):
-            if isinstance(a, torch.Tensor):
-                static.copy_(a)
-        entry.graph.replay()
-        return _copy_out(entry.output)
+            else:
+                _GRAPHS[key] = entry
+                while len(_GRAPHS) > MAX_GRAPHS:
+                    _GRAPHS.popitem(last=False)
+        elif key not in _FAILED:  # its first call
+            _SEEN[key] = None
+            while len(_SEEN) > _SEEN_MAX:
+                _SEEN.popitem(last=False)
+        if entry is not None:
+            # (also after the capture: the warm-up of an in-place graph_run wrote into them)
+            for static, a in zip(entry.inputs, args):
+                if isinstance(a, torch.Tensor):
+                    static.copy_(a)
+            entry.graph.replay()
+            return _copy_out(entry.output)
+    # outside the lock: the launches may make graphed calls of their own (the sampler's mask)
+    return run(*args)

@@ -50,7 +50,7 @@ import torch
 import triton
 import triton.language as tl
 
-from qrita.backends.triton import ops
+from qrita.backends.triton import eager_graph, ops, philox
 from qrita.backends.triton.launch import (
     launch_fused_sample,
     launch_fused_topp_sample,
@@ -749,6 +749,51 @@ def sample(
     logprobs : torch.Tensor (B,) float32 (float64 for float64 logits), with ``return_logprob``
     """
     x = _check_logits(logits)
+    if eager_graph.usable(x):
+        # QRITA_EAGER_GRAPHS=1: the same launches, replayed from a graph qrita captured; the
+        # seed and offset go in as device values, so a new seed or offset is not a new key
+        seeds, offsets = _device_counters(seed, offset, x.shape[0], x.device)
+        return eager_graph.cached_call("sample", _sample_launches,
+                                       (x, k, p, min_p, temperature, seeds, offsets,
+                                        return_logprob))
+    return _sample_launches(x, k, p, min_p, temperature, seed, offset, return_logprob)
+
+
+#: the int64 step between the rows' seeds that a fresh seed (SEED_MODE 2) derives on the device
+_ROW_SEED_STEP = -7046029254386353131
+
+
+def _device_counters(seed: int | torch.Tensor | None, offset: int | torch.Tensor | None,
+                     batch: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The seed and offset as device int64 tensors of uint64 bit patterns, meaning for the
+    kernels exactly what the arguments mean: a Python int as one value for every row (shape
+    (1,)), None as the seed as a fresh host seed plus ``row x _ROW_SEED_STEP`` per row (the
+    kernels' SEED_MODE 2, shape (B,)), None as the offset 0; tensors pass as they are. The host
+    values go in with one copy from pinned memory, ordered on the current stream (torch's
+    pinned-memory cache keeps the block until the copy has run): no host synchronisation."""
+    host: list[int] = []
+    if seed is None:
+        base = philox.fresh_seed()
+        host += [((base + row * _ROW_SEED_STEP + 2**63) % 2**64) - 2**63 for row in range(batch)]
+    elif not isinstance(seed, torch.Tensor):
+        host.append(philox._u64_scalar_bits(seed))
+    n_seed = len(host)
+    if not isinstance(offset, torch.Tensor):
+        host.append(philox._u64_scalar_bits(offset))
+    if not host:
+        return seed, offset
+    staged = torch.tensor(host, dtype=torch.int64, pin_memory=device.type == "cuda")
+    values = staged.to(device, non_blocking=True)
+    seeds = values[:n_seed] if n_seed else seed
+    offsets = offset if isinstance(offset, torch.Tensor) else values[n_seed:]
+    return seeds, offsets
+
+
+def _sample_launches(x: torch.Tensor, k: Row, p: Row, min_p: Row, temperature: Row,
+                     seed: int | torch.Tensor | None, offset: int | torch.Tensor | None,
+                     return_logprob: bool) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """:func:`sample` on checked (B, V) logits: its launches (what :mod:`.eager_graph`
+    captures)."""
     temperature = _clamped(temperature)
     batch = x.shape[0]
     reject = _reject_rows(x, k)
