@@ -51,10 +51,15 @@ def _stand_in_usable(x) -> bool:
     return 0 < x.shape[0] <= 8 and not eager_graph.capturing(x.device)
 
 
+def _stand_in_by_address(x) -> bool:
+    return 0 < x.shape[0] <= 256 and not eager_graph.capturing(x.device)
+
+
 @pytest.fixture
 def stand_in(monkeypatch):
     """Graphs on for CPU tensors of at most 8 rows, made by the stand-in."""
     monkeypatch.setattr(eager_graph, "usable", _stand_in_usable)
+    monkeypatch.setattr(eager_graph, "usable_by_address", _stand_in_by_address)
     monkeypatch.setattr(eager_graph, "_CAPTURE", _StandInCapture)
     monkeypatch.setattr(_StandInCapture, "captures", [])
     eager_graph.clear()
@@ -290,6 +295,41 @@ def test_sampler_replays_with_new_seeds_and_offsets(stand_in, monkeypatch):
     assert len(stand_in) == len(cases) + 2
 
 
+def test_top_k_graphs_read_the_logits_by_address(stand_in):
+    """``top_k`` at batches the one-launch kernel does not take (here all: CPU tensors) replays
+    graphs that read the logits where they are: the key holds the tensor's address, the graph
+    keeps no reference of its own to it, a replay reads what the tensor holds now (new values
+    written into it), and another tensor (another address) is a new key. Every result is the
+    oracle's, sorted and unsorted, largest and smallest."""
+    from qrita.reference import oracle
+
+    rng = np.random.default_rng(14)
+    V = 1001
+    logits = torch.tensor(_rows(rng, 20, V), device=DEVICE)
+    for _ in range(4):
+        x = _rows(rng, 20, V)
+        logits.copy_(torch.tensor(x))
+        values, indices = ops.top_k(logits, 9)
+        want = oracle.top_k(x, 9)
+        np.testing.assert_array_equal(indices.cpu().numpy(), want.indices)
+        np.testing.assert_array_equal(values.cpu().numpy(), want.values)
+    assert len(stand_in) == 1 and stand_in[0].replays == 3  # calls 2 (its capture), 3, 4
+    entry = next(iter(eager_graph._GRAPHS.values()))
+    assert entry.inputs[0] is None  # no reference to the logits
+    for smallest, is_sorted in ((True, True), (False, False)):
+        for _ in range(2):
+            values, indices = ops.top_k(logits, 9, mode="smallest" if smallest else "largest",
+                                        sorted=is_sorted)
+            want = oracle.top_k(x, 9, mode="smallest" if smallest else "largest",
+                                sorted=is_sorted)
+            np.testing.assert_array_equal(indices.cpu().numpy(), want.indices)
+            np.testing.assert_array_equal(values.cpu().numpy(), want.values)
+    assert len(stand_in) == 3
+    other = logits.clone()  # the same values at another address: a new key
+    ops.top_k(other, 9)
+    assert len(stand_in) == 3 and len(eager_graph._SEEN) == 1
+
+
 def test_usable_only_for_small_cuda_batches(monkeypatch):
     monkeypatch.setattr(eager_graph, "ENABLED", True)
     assert not eager_graph.usable(torch.zeros((1, 8)))  # a CPU tensor
@@ -460,4 +500,41 @@ def test_gpu_sampler_graphs_equal_the_plain_path(monkeypatch, dtype):
                                     want if isinstance(want, tuple) else (want,)):
                         assert torch.equal(g, w), (batch, kw, step)
     assert len(eager_graph._GRAPHS) == min(keys, eager_graph.MAX_GRAPHS)
+    eager_graph.clear()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_top_k_graphs_by_address_equal_the_plain_path(monkeypatch, dtype):
+    """Real CUDA graphs for ``top_k`` at B = 64 and 256 (V = 131072) reading the logits by
+    address: new values written into one tensor, and a loop that makes new logits every step
+    (the old ones freed, so the allocator often hands back the same address), give the plain
+    path's values and indices bit for bit, k = 50 and 1000, sorted and not."""
+    monkeypatch.setattr(eager_graph, "ENABLED", True)
+    eager_graph.clear()
+    rng = np.random.default_rng(15)
+    V = 131072
+
+    def plain(t, k, is_sorted):
+        monkeypatch.setattr(eager_graph, "ENABLED", False)
+        try:
+            return ops.top_k(t, k, sorted=is_sorted)
+        finally:
+            monkeypatch.setattr(eager_graph, "ENABLED", True)
+
+    for batch in (64, 256):
+        logits = torch.empty((batch, V), dtype=dtype, device="cuda")
+        for k, is_sorted in ((50, True), (1000, True), (50, False)):
+            for _ in range(3):
+                logits.copy_(torch.tensor(_rows(rng, batch, V), device="cuda"))
+                got, want = ops.top_k(logits, k, sorted=is_sorted), plain(logits, k, is_sorted)
+                assert torch.equal(got[1], want[1]) and torch.equal(_bits(got[0]),
+                                                                    _bits(want[0]))
+        del logits
+        for _ in range(4):  # fresh logits each step
+            step = torch.tensor(_rows(rng, batch, V), device="cuda").to(dtype)
+            got, want = ops.top_k(step, 50), plain(step, 50, True)
+            assert torch.equal(got[1], want[1]) and torch.equal(_bits(got[0]), _bits(want[0]))
+            del step
+    assert eager_graph._GRAPHS  # some calls replayed
     eager_graph.clear()

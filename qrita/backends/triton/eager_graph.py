@@ -40,8 +40,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["ENABLED", "MAX_ROWS", "MAX_BYTES", "MAX_GRAPHS", "cached_call", "capturing", "clear",
-           "usable"]
+__all__ = ["ENABLED", "MAX_ROWS", "MAX_BYTES", "ADDRESS_ROWS", "MAX_GRAPHS", "cached_call",
+           "capturing", "clear", "usable", "usable_by_address"]
 
 #: whether eager calls take the graphs (unless ``QRITA_EAGER_GRAPHS=0``, read at import)
 ENABLED = os.environ.get("QRITA_EAGER_GRAPHS", "1") == "1"
@@ -49,6 +49,9 @@ ENABLED = os.environ.get("QRITA_EAGER_GRAPHS", "1") == "1"
 MAX_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ROWS", "8"))
 #: and of at most this many bytes (``QRITA_EAGER_GRAPHS_BYTES``)
 MAX_BYTES = int(os.environ.get("QRITA_EAGER_GRAPHS_BYTES", str(4 << 20)))
+#: batches of at most this many rows take graphs that read their logits by address, with no
+#: static copy (``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``; ``top_k``)
+ADDRESS_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ADDRESS_ROWS", "256"))
 #: graphs kept (``QRITA_EAGER_GRAPHS_MAX``)
 MAX_GRAPHS = int(os.environ.get("QRITA_EAGER_GRAPHS_MAX", "8"))
 
@@ -103,6 +106,13 @@ def usable(x: torch.Tensor) -> bool:
             and x.numel() * x.element_size() <= MAX_BYTES and not capturing(x.device))
 
 
+def usable_by_address(x: torch.Tensor) -> bool:
+    """Whether a call on ``x`` (B, V) may take a graph that reads ``x`` by address: the option
+    on, a CUDA tensor, at most :data:`ADDRESS_ROWS` rows, and not :func:`capturing`."""
+    return (ENABLED and x.is_cuda and 0 < x.shape[0] <= ADDRESS_ROWS
+            and not capturing(x.device))
+
+
 def _describe(v: Any) -> Any:
     """A key part for one argument: a tensor by dtype, shape and strides (its values are copied
     in), anything else by its type and value."""
@@ -152,16 +162,20 @@ class _CudaCapture:
 _CAPTURE: Any = _CudaCapture
 
 
-def _capture(run: Callable[..., Any], args: Sequence[Any], device: torch.device) -> _Graphed:
-    """Static copies of ``args``' tensors, and the graph of ``run`` on them."""
-    static = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+def _capture(run: Callable[..., Any], args: Sequence[Any], device: torch.device,
+             by_address: Sequence[int] = ()) -> _Graphed:
+    """Static copies of ``args``' tensors (those at ``by_address`` themselves), and the graph of
+    ``run`` on them. The graph keeps no reference to a tensor taken by address."""
+    static = tuple(a if i in by_address or not isinstance(a, torch.Tensor) else a.clone()
+                   for i, a in enumerate(args))
     _WARM_UP.on = True
     try:
         _CAPTURE.warm_up(run, static, device)
         graph, output = _CAPTURE.capture(run, static, device)
     finally:
         _WARM_UP.on = False
-    return _Graphed(graph, static, output)
+    return _Graphed(graph, tuple(None if i in by_address else a for i, a in enumerate(static)),
+                    output)
 
 
 def _copy_out(output: Any) -> Any:
@@ -171,7 +185,8 @@ def _copy_out(output: Any) -> Any:
 
 
 def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
-                graph_run: Callable[..., Any] | None = None) -> Any:
+                graph_run: Callable[..., Any] | None = None,
+                by_address: Sequence[int] = ()) -> Any:
     """``run(*args)``'s result, by replaying the graph of ``(op, args)``: captured at the key's
     second call (its first runs ``run`` as it is).
 
@@ -184,6 +199,11 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
     graph_run : what is captured, if not ``run``: the same result, but it may write it into its
         static arguments (e.g. a mask in place: the graph then keeps one (B, V) buffer, not an
         input and an output); they are copied in again before every replay
+    by_address : positions of tensors the graph reads where they are, with no static copy:
+        their addresses join the key (a call replays only on a tensor at the same address,
+        with the same layout: a live tensor the graph may read), and no reference to them is
+        kept (so a loop's freed logits make room for the next step's, often at the same
+        address). For the large input of a call with a small output (``top_k``).
 
     Returns
     -------
@@ -193,7 +213,8 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
     if first.is_cuda and first.device.index != torch.cuda.current_device():
         return run(*args)  # a replay launches on the current device's stream: not this one's
     stream = torch.cuda.current_stream(first.device).cuda_stream if first.is_cuda else 0
-    key = (op, first.device, stream, _env_key(), *(_describe(a) for a in args))
+    key = (op, first.device, stream, _env_key(), *(_describe(a) for a in args),
+           *(args[i].data_ptr() for i in by_address))
     with _LOCK:
         entry = _GRAPHS.get(key)
         if entry is not None:
@@ -201,7 +222,7 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
         elif key not in _FAILED and key in _SEEN:  # its second call: capture
             del _SEEN[key]
             try:
-                entry = _capture(graph_run or run, args, first.device)
+                entry = _capture(graph_run or run, args, first.device, by_address)
             except Exception:  # noqa: BLE001 (a key that cannot be captured runs as it is)
                 _FAILED.add(key)
             else:
@@ -215,7 +236,7 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
         if entry is not None:
             # (also after the capture: the warm-up of an in-place graph_run wrote into them)
             for static, a in zip(entry.inputs, args):
-                if isinstance(a, torch.Tensor):
+                if static is not None and isinstance(a, torch.Tensor):
                     static.copy_(a)
             entry.graph.replay()
             return _copy_out(entry.output)

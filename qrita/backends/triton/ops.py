@@ -155,22 +155,35 @@ def top_k(x: torch.Tensor, k: int, *, mode: str = "largest", sorted: bool = True
             return launch_select_one(src, k, smallest=smallest, sorted=sorted)
         batch = src.shape[0]
         chunk = chunk_rows(batch)
-        if chunk < batch:  # QRITA_CHUNK_ROWS: bounded scratch, the same answer
-            parts = [top_k(src[r0:r0 + chunk], k, mode=mode, sorted=sorted)
-                     for r0 in range(0, batch, chunk)]
-            return torch.cat([v for v, _ in parts]), torch.cat([i for _, i in parts])
-        if not sorted:
-            return launch_select(src, k, smallest=smallest)
-        if k <= SORT_MAX and os.environ.get("QRITA_SELECT_SORT", "kernel") == "kernel":
-            # one program per row sorts its k survivors in registers (no torch sort, no gathers)
-            vals, idx = launch_select(src, k, smallest=smallest)
-            return sort_selection_rows(src, vals, idx, smallest=smallest)
-        # the kernel also writes each survivor's rank key: one stable sort of k int32 keys
-        vals, idx, keys = launch_select(src, k, smallest=smallest, with_key=True)
-        order = torch.sort(keys, dim=-1, descending=True, stable=True).indices
-        return vals.gather(-1, order), idx.gather(-1, order)
+        if chunk >= batch and src is x and eager_graph.usable_by_address(src):
+            # QRITA_EAGER_GRAPHS=1: the same launches, replayed from a graph qrita captured,
+            # reading x where it is (its address is part of the key)
+            return eager_graph.cached_call("top_k", _top_k_launches, (src, k, smallest, sorted),
+                                           by_address=(0,))
+        return _top_k_launches(src, k, smallest, sorted)
     order = torch.sort(rank_keys(x, smallest=smallest), dim=-1, descending=True,
                        stable=True).indices[:, :k]
     if not sorted:
         order = torch.sort(order, dim=-1).values
     return x.gather(-1, order), order
+
+
+def _top_k_launches(src: torch.Tensor, k: int, smallest: bool, sorted: bool):
+    """:func:`top_k` of float32 / bfloat16 / float16 rows (B, V) with a contiguous vocab axis
+    on the pipeline (what :mod:`.eager_graph` captures): values (B, k), indices (B, k) int64."""
+    batch = src.shape[0]
+    chunk = chunk_rows(batch)
+    if chunk < batch:  # QRITA_CHUNK_ROWS: bounded scratch, the same answer
+        parts = [top_k(src[r0:r0 + chunk], k, mode="smallest" if smallest else "largest",
+                       sorted=sorted) for r0 in range(0, batch, chunk)]
+        return torch.cat([v for v, _ in parts]), torch.cat([i for _, i in parts])
+    if not sorted:
+        return launch_select(src, k, smallest=smallest)
+    if k <= SORT_MAX and os.environ.get("QRITA_SELECT_SORT", "kernel") == "kernel":
+        # one program per row sorts its k survivors in registers (no torch sort, no gathers)
+        vals, idx = launch_select(src, k, smallest=smallest)
+        return sort_selection_rows(src, vals, idx, smallest=smallest)
+    # the kernel also writes each survivor's rank key: one stable sort of k int32 keys
+    vals, idx, keys = launch_select(src, k, smallest=smallest, with_key=True)
+    order = torch.sort(keys, dim=-1, descending=True, stable=True).indices
+    return vals.gather(-1, order), idx.gather(-1, order)
