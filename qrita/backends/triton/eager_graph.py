@@ -11,7 +11,10 @@ host operations instead of 13 launches, and the same kernels, so the same answer
 The mask's graph masks its static copy of the logits in place (the kernels' ``inplace`` path),
 so it keeps one (B, V) buffer, not an input and an output. ``sample`` takes graphs too, with
 its seed and offset as device values (``sampling_ops._device_counters``), so a new seed or offset
-is not a new key.
+is not a new key. ``top_k`` above the one-launch kernel's batches, up to
+``QRITA_EAGER_GRAPHS_ADDRESS_ROWS`` (256) rows, reads its logits by address instead: no static
+copy (its output is small, its input is not), the address is part of the key and the graph
+keeps no reference to the tensor (``cached_call``'s ``by_address``).
 H100, fp32 zipf, V = 131072, eager us (``benchmarks/profile_pipeline.py``, BENCHMARKS.md
 thirty-seventh session): topp0.9 B = 1 421 -> 87, B = 8 412 -> 91; topk50 B = 1 -> 34,
 B = 8 -> 47.
