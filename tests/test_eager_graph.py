@@ -61,6 +61,7 @@ def stand_in(monkeypatch):
     monkeypatch.setattr(eager_graph, "usable", _stand_in_usable)
     monkeypatch.setattr(eager_graph, "usable_by_address", _stand_in_by_address)
     monkeypatch.setattr(eager_graph, "_CAPTURE", _StandInCapture)
+    monkeypatch.setattr(eager_graph, "SAMPLE", True)
     monkeypatch.setattr(_StandInCapture, "captures", [])
     eager_graph.clear()
     yield _StandInCapture.captures
@@ -87,12 +88,15 @@ def _rows(rng, batch: int, vocab: int) -> np.ndarray:
     return x
 
 
-def test_replays_one_graph_per_key_and_copies_out(stand_in):
+@pytest.mark.parametrize("in_place", [False, True])
+def test_replays_one_graph_per_key_and_copies_out(stand_in, monkeypatch, in_place):
     """A key's first call runs the launches as they are, its second captures them; the same
     shape and scalars then replay one graph with each call's inputs copied in; a new p value,
     per-row tensors, another fill or shape each take their own graph; every call's mask is the
-    oracle's, and a returned mask is the caller's (a later call leaves it unchanged). The graph
-    masks its static copy of the logits in place; the caller's logits stay as they were."""
+    oracle's, and a returned mask is the caller's (a later call leaves it unchanged). With
+    ``IN_PLACE`` the graph masks its static copy of the logits in place; either way the caller's
+    logits stay as they were."""
+    monkeypatch.setattr(eager_graph, "IN_PLACE", in_place)
     rng = np.random.default_rng(5)
     V = 1001
     xs = [_rows(rng, 2, V) for _ in range(4)]
@@ -106,7 +110,7 @@ def test_replays_one_graph_per_key_and_copies_out(stand_in):
         assert len(stand_in) == (0 if i == 0 else 1)
     assert stand_in[0].replays == 3
     graph = stand_in[0]
-    assert graph.output is graph.static[0]  # one (B, V) buffer: masked in place
+    assert (graph.output is graph.static[0]) == in_place  # one (B, V) buffer: masked in place
     for got, x in zip(results, xs):  # unchanged by the later calls
         _check(got, x, None, 0.9)
     # another p value, per-row k and p tensors (their values copied in), a fill, a shape
@@ -199,6 +203,32 @@ def test_least_recently_used_graph_goes_first(stand_in, monkeypatch):
     for _ in range(2):
         ops.top_k_top_p_mask(t, None, 0.6)  # dropped: seen once more, then captured again
     assert len(stand_in) == 4 and len(eager_graph._GRAPHS) == 2
+
+
+def test_a_family_stops_capturing_after_its_budget(stand_in, monkeypatch):
+    """Calls cycling through more keys than are kept (here 4 p values, 2 graphs kept) would
+    capture on every other call; a family (operation, device, dtype, shape) stops capturing
+    after ``CAPTURES_PER_FAMILY`` captures, its kept graphs still replay, other families still
+    capture, and every mask is the oracle's."""
+    monkeypatch.setattr(eager_graph, "MAX_GRAPHS", 2)
+    monkeypatch.setattr(eager_graph, "CAPTURES_PER_FAMILY", 3)
+    rng = np.random.default_rng(16)
+    x = _rows(rng, 1, 300)
+    t = torch.tensor(x, device=DEVICE)
+    for _ in range(4):
+        for p in (0.2, 0.4, 0.6, 0.8):
+            _check(ops.top_k_top_p_mask(t, None, p), x, None, p)
+    assert len(stand_in) == 3
+    kept = list(eager_graph._GRAPHS.values())
+    replays = [g.replays for g in stand_in]
+    for p in (0.2, 0.4, 0.6, 0.8):
+        _check(ops.top_k_top_p_mask(t, None, p), x, None, p)
+    assert len(stand_in) == 3 and len(kept) == 2
+    assert sum(g.replays for g in stand_in) == sum(replays) + 2  # the kept two replayed
+    x2 = _rows(rng, 2, 300)  # another shape: another family
+    for _ in range(2):
+        _check(ops.top_k_top_p_mask(torch.tensor(x2, device=DEVICE), None, 0.5), x2, None, 0.5)
+    assert len(stand_in) == 4
 
 
 def test_the_warm_up_takes_the_capture_path(stand_in, monkeypatch):
@@ -344,12 +374,14 @@ def test_usable_only_for_small_cuda_batches(monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("in_place", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_gpu_eager_graphs_equal_the_plain_path(monkeypatch, dtype):
+def test_gpu_eager_graphs_equal_the_plain_path(monkeypatch, dtype, in_place):
     """Real CUDA graphs (V = 131072, B = 1 and 3): each call's mask equals the plain path's bit
     for bit, over new inputs at one key, per-row k / p tensors, on a non-default stream, and
     inside the caller's own capture (no graph of qrita's: the launches go into that capture)."""
     monkeypatch.setattr(eager_graph, "ENABLED", True)
+    monkeypatch.setattr(eager_graph, "IN_PLACE", in_place)
     eager_graph.clear()
     rng = np.random.default_rng(8)
     V = 131072
@@ -447,7 +479,7 @@ def test_gpu_the_capture_records_what_the_warm_up_ran(monkeypatch):
     monkeypatch.setattr(eager_graph, "_CAPTURE", Phased)
     monkeypatch.setattr(triton.knobs.runtime, "jit_cache_hook", cache_hook)
     rng = np.random.default_rng(11)
-    V = 65537
+    V = 65521  # B = 8 in fp32 just under the 2 MiB limit
     for dtype in (torch.float32, torch.bfloat16):
         for batch in (1, 8):
             for k, p in ((1000, None), (50, None), (None, 0.9)):
@@ -474,6 +506,7 @@ def test_gpu_sampler_graphs_equal_the_plain_path(monkeypatch, dtype):
     from qrita.backends.triton import sampling_ops
 
     monkeypatch.setattr(eager_graph, "ENABLED", True)
+    monkeypatch.setattr(eager_graph, "SAMPLE", True)
     eager_graph.clear()
     rng = np.random.default_rng(13)
     V = 131072
@@ -511,6 +544,7 @@ def test_gpu_top_k_graphs_by_address_equal_the_plain_path(monkeypatch, dtype):
     (the old ones freed, so the allocator often hands back the same address), give the plain
     path's values and indices bit for bit, k = 50 and 1000, sorted and not."""
     monkeypatch.setattr(eager_graph, "ENABLED", True)
+    monkeypatch.setattr(eager_graph, "ADDRESS_ROWS", 256)
     eager_graph.clear()
     rng = np.random.default_rng(15)
     V = 131072

@@ -8,13 +8,22 @@ With this option, a call at a small batch that is not itself being captured copi
 into static buffers, replays a graph of the same launches captured on them at the key's second
 call (its first runs the launches as they are), and returns a copy of the static output: three
 host operations instead of 13 launches, and the same kernels, so the same answer bit for bit.
-The mask's graph masks its static copy of the logits in place (the kernels' ``inplace`` path),
-so it keeps one (B, V) buffer, not an input and an output. ``sample`` takes graphs too, with
-its seed and offset as device values (``sampling_ops._device_counters``), so a new seed or offset
-is not a new key. ``top_k`` above the one-launch kernel's batches, up to
-``QRITA_EAGER_GRAPHS_ADDRESS_ROWS`` (256) rows, reads its logits by address instead: no static
-copy (its output is small, its input is not), the address is part of the key and the graph
-keeps no reference to the tensor (``cached_call``'s ``by_address``).
+Three forms written in the thirty-eighth session are opt-in until a GPU times and tests them
+(no device was lent then; their CPU tests use a stand-in graph):
+
+- ``QRITA_EAGER_GRAPHS_IN_PLACE=1``: the mask's graph masks its static copy of the logits in
+  place (the kernels' ``inplace`` path), so it keeps one (B, V) buffer, not an input and an
+  output, and the limit is 4 MiB (fp32 B = 8 at V = 131072).
+- ``QRITA_EAGER_GRAPHS_SAMPLE=1``: ``sample`` takes graphs too, with its seed and offset as
+  device values (``sampling_ops._device_counters``), so a new seed or offset is not a new key.
+- ``QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256``: ``top_k`` above the one-launch kernel's batches, up
+  to that many rows, reads its logits by address: no static copy (its output is small, its
+  input is not), the address is part of the key and the graph keeps no reference to the tensor
+  (``cached_call``'s ``by_address``).
+
+A family of keys (operation, device, the first tensor's dtype and shape) stops capturing after
+:data:`CAPTURES_PER_FAMILY` captures (its kept graphs still replay): calls that cycle through
+more keys than are kept (scalars or addresses) would otherwise capture again and again.
 H100, fp32 zipf, V = 131072, eager us (``benchmarks/profile_pipeline.py``, BENCHMARKS.md
 thirty-seventh session): topp0.9 B = 1 421 -> 87, B = 8 412 -> 91; topk50 B = 1 -> 34,
 B = 8 -> 47.
@@ -23,12 +32,12 @@ The graphs are keyed by everything the launches depend on: the operation, the de
 dtypes and strides, scalar k / p / fill values (a per-row tensor's dtype and shape; its values
 are copied in), the current stream, and the launch table (``QRITA_LAUNCH_TABLE``) and one-launch
 switch (``QRITA_ONE_LAUNCH``). A call takes a graph when its logits are at most
-``QRITA_EAGER_GRAPHS_ROWS`` (8) rows of at most ``QRITA_EAGER_GRAPHS_BYTES`` (4 MiB) in all:
-a mask's graph holds one static copy of the logits and the call's scratch, so a capturing
-call's extra memory stays within issue 3's 8 MiB for B <= 8 (e.g. B = 8, V = 131072 in fp32;
-B = 1 up to V = 1048576 in fp32). At most ``QRITA_EAGER_GRAPHS_MAX`` (8) graphs are kept,
-least recently used first out: at most 8 x (4 MiB + scratch) in all. A capture neither
-synchronises nor empties torch's allocator cache (no
+``QRITA_EAGER_GRAPHS_ROWS`` (8) rows of at most ``QRITA_EAGER_GRAPHS_BYTES`` (2 MiB) in all:
+a graph holds its static input and output (the logits' size each) and the call's scratch, so a
+capturing call's extra memory stays within issue 3's 8 MiB for B <= 8 (e.g. B = 8, V = 131072:
+bf16 yes, fp32 no; B = 1 up to V = 524288 in fp32). At most ``QRITA_EAGER_GRAPHS_MAX`` (8)
+graphs are kept, least recently used first out: at most 8 x (2 x 2 MiB + scratch) in all. A
+capture neither synchronises nor empties torch's allocator cache (no
 ``torch.cuda.graph`` context: ``capture_begin`` / ``capture_end`` on a side stream, errors
 thread-local). Calls from several threads are serialised around the copies and the replay.
 """
@@ -43,20 +52,29 @@ from typing import Any
 
 import torch
 
-__all__ = ["ENABLED", "MAX_ROWS", "MAX_BYTES", "ADDRESS_ROWS", "MAX_GRAPHS", "cached_call",
-           "capturing", "clear", "usable", "usable_by_address"]
+__all__ = ["ENABLED", "MAX_ROWS", "IN_PLACE", "MAX_BYTES", "SAMPLE", "ADDRESS_ROWS", "MAX_GRAPHS",
+           "cached_call", "capturing", "clear", "usable", "usable_by_address"]
 
 #: whether eager calls take the graphs (unless ``QRITA_EAGER_GRAPHS=0``, read at import)
 ENABLED = os.environ.get("QRITA_EAGER_GRAPHS", "1") == "1"
 #: batches of at most this many rows take them (``QRITA_EAGER_GRAPHS_ROWS``)
 MAX_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ROWS", "8"))
-#: and of at most this many bytes (``QRITA_EAGER_GRAPHS_BYTES``)
-MAX_BYTES = int(os.environ.get("QRITA_EAGER_GRAPHS_BYTES", str(4 << 20)))
+#: whether a mask's graph masks its static copy of the logits in place: one (B, V) buffer
+#: instead of an input and an output (``QRITA_EAGER_GRAPHS_IN_PLACE=1``; off until timed and
+#: tested on a GPU: written in the thirty-eighth session, when no device was lent)
+IN_PLACE = os.environ.get("QRITA_EAGER_GRAPHS_IN_PLACE", "0") == "1"
+#: and of at most this many bytes (``QRITA_EAGER_GRAPHS_BYTES``; 4 MiB with ``IN_PLACE``)
+MAX_BYTES = int(os.environ.get("QRITA_EAGER_GRAPHS_BYTES", str((4 if IN_PLACE else 2) << 20)))
+#: whether ``sample`` takes graphs (``QRITA_EAGER_GRAPHS_SAMPLE=1``; off until timed on a GPU)
+SAMPLE = os.environ.get("QRITA_EAGER_GRAPHS_SAMPLE", "0") == "1"
 #: batches of at most this many rows take graphs that read their logits by address, with no
-#: static copy (``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``; ``top_k``)
-ADDRESS_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ADDRESS_ROWS", "256"))
+#: static copy (``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``, e.g. 256; ``top_k``; 0, off, until timed
+#: on a GPU)
+ADDRESS_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ADDRESS_ROWS", "0"))
 #: graphs kept (``QRITA_EAGER_GRAPHS_MAX``)
 MAX_GRAPHS = int(os.environ.get("QRITA_EAGER_GRAPHS_MAX", "8"))
+#: captures per family of keys before it stops capturing
+CAPTURES_PER_FAMILY = 4 * MAX_GRAPHS
 
 
 class _Graphed:
@@ -76,6 +94,7 @@ _GRAPHS: OrderedDict[tuple, _Graphed] = OrderedDict()
 _SEEN: OrderedDict[tuple, None] = OrderedDict()
 _SEEN_MAX = 256
 _FAILED: set[tuple] = set()  # keys whose capture raised: they run as they are
+_CAPTURES: dict[tuple, int] = {}  # captures made per family of keys
 _LOCK = threading.Lock()
 _WARM_UP = threading.local()  # .on while this thread warms up and captures a graph
 
@@ -98,6 +117,7 @@ def clear() -> None:
         _GRAPHS.clear()
         _SEEN.clear()
         _FAILED.clear()
+        _CAPTURES.clear()
 
 
 def usable(x: torch.Tensor) -> bool:
@@ -218,12 +238,15 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
     stream = torch.cuda.current_stream(first.device).cuda_stream if first.is_cuda else 0
     key = (op, first.device, stream, _env_key(), *(_describe(a) for a in args),
            *(args[i].data_ptr() for i in by_address))
+    family = (op, first.device, first.dtype, tuple(first.shape))
     with _LOCK:
         entry = _GRAPHS.get(key)
         if entry is not None:
             _GRAPHS.move_to_end(key)
-        elif key not in _FAILED and key in _SEEN:  # its second call: capture
+        elif (key not in _FAILED and key in _SEEN
+              and _CAPTURES.get(family, 0) < CAPTURES_PER_FAMILY):  # its second call: capture
             del _SEEN[key]
+            _CAPTURES[family] = _CAPTURES.get(family, 0) + 1
             try:
                 entry = _capture(graph_run or run, args, first.device, by_address)
             except Exception:  # noqa: BLE001 (a key that cannot be captured runs as it is)

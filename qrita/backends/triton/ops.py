@@ -78,8 +78,9 @@ def top_k_top_p_mask(
     if not inplace and stats is None and eager_graph.usable(src) and chunk_rows(
             src.shape[0]) >= src.shape[0]:
         # QRITA_EAGER_GRAPHS=1: the same launches, replayed from a graph qrita captured
-        return eager_graph.cached_call("mask", _mask_launches, (src, k, p, fill),
-                                       graph_run=_mask_launches_in_place)
+        return eager_graph.cached_call(
+            "mask", _mask_launches, (src, k, p, fill),
+            graph_run=_mask_launches_in_place if eager_graph.IN_PLACE else None)
     if inplace and src is logits:
         out = logits
     else:

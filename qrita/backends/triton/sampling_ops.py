@@ -749,8 +749,8 @@ def sample(
     logprobs : torch.Tensor (B,) float32 (float64 for float64 logits), with ``return_logprob``
     """
     x = _check_logits(logits)
-    if eager_graph.usable(x):
-        # QRITA_EAGER_GRAPHS=1: the same launches, replayed from a graph qrita captured; the
+    if eager_graph.SAMPLE and eager_graph.usable(x):
+        # QRITA_EAGER_GRAPHS_SAMPLE=1: the same launches, replayed from a graph qrita captured; the
         # seed and offset go in as device values, so a new seed or offset is not a new key
         seeds, offsets = _device_counters(seed, offset, x.shape[0], x.device)
         return eager_graph.cached_call("sample", _sample_launches,
