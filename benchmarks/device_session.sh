@@ -1146,15 +1146,24 @@ if [[ $stage == s37b ]]; then  # thirty-seventh session, call 3 (~420 s cold): t
   PROF_BATCH=1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S16:-45}" \
     prof_tables bf16_ topp0.9 zipf ${TABLES16:-widefixed=0x0,histsmall=0x0 default}
 fi
-if [[ $stage == s39a ]]; then  # thirty-eighth session (~450 s cold): the eager graphs' GPU tests (warm-up on the capture's path, masks in place, the sampler's graphs), then masks / top_k at B = 1, 8 and the sampler at B = 1, 8, eager and graph, host time per call and the adapters' cost
-  gpu_tests s39a "${TESTS_S:-240}" tests/test_eager_graph.py
-  bench_zipf s39a "${BENCH_S:-150}" "${BATCHES:-1,8}" | tail -32
-  timeout "${SAMPLE_S:-120}" python3 benchmarks/bench.py --out "$OUT" --ops sample --vocab 131072 \
-    --dtypes float32,bfloat16 --batch "${BATCHES:-1,8}" --peers torch_sort --graphs --warmup 5 \
-    --rep 25 --check-rows 4 --no-progress > "$OUT/bench_sample_s39a.log" 2>&1
-  echo "sample bench exit $?"; tail -c 2500 "$OUT/bench_sample_s39a.log"
-  timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host" --rows 12 \
-    --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9,public sample k100 p0.9" 2>&1 | grep 'B=1'
+if [[ $stage == s39a ]]; then  # next session, call 1 (~520 s cold): the eager graphs' GPU tests (warm-up on the capture's path; the opt-in in-place masks, sampler graphs and top_k by address), then masks / top_k at B = 1, 8, 64, 256, eager and graph, with the three opt-ins on (compare with s38b's defaults, BENCHMARKS.md thirty-eighth session; same kind of card only)
+  gpu_tests s39a "${TESTS_S:-260}" tests/test_eager_graph.py
+  QRITA_EAGER_GRAPHS_IN_PLACE=1 QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256 \
+    bench_zipf s39a "${BENCH_S:-200}" "${BATCHES:-1,8,64,256}" | tail -32
+fi
+if [[ $stage == s39b ]]; then  # next session, call 2 (~400 s warm): the sampler at B = 1, 8, 64 without and with its eager graphs (QRITA_EAGER_GRAPHS_SAMPLE=1), host time per call with the opt-ins, the adapters' cost (issue 5)
+  for sample_graphs in 0 1; do
+    QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs timeout "${SAMPLE_S:-120}" python3 benchmarks/bench.py \
+      --out "$OUT/sample_$sample_graphs" --ops sample --vocab 131072 --dtypes float32,bfloat16 \
+      --batch "${BATCHES:-1,8,64}" --peers torch_sort --graphs --warmup 5 --rep 25 --check-rows 4 \
+      --no-progress > "$OUT/bench_sample_$sample_graphs.log" 2>&1
+    echo "sample bench graphs=$sample_graphs exit $?"; tail -c 2000 "$OUT/bench_sample_$sample_graphs.log"
+  done
+  for opt in 0 1; do
+    QRITA_EAGER_GRAPHS_SAMPLE=$opt QRITA_EAGER_GRAPHS_IN_PLACE=$opt timeout 60 python3 \
+      benchmarks/host_overhead.py --out "$OUT/host_$opt" --rows 12 \
+      --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9,public sample k100 p0.9" 2>&1 | grep 'B=1'
+  done
   timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
     | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -25
 fi
