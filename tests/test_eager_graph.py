@@ -48,16 +48,26 @@ class _StandInCapture:
 
 
 def _stand_in_usable(x) -> bool:
-    return 0 < x.shape[0] <= 8 and not eager_graph.capturing(x.device)
+    return eager_graph.ENABLED and 0 < x.shape[0] <= 8 and not eager_graph.capturing(x.device)
 
 
 def _stand_in_by_address(x) -> bool:
-    return 0 < x.shape[0] <= 256 and not eager_graph.capturing(x.device)
+    return eager_graph.ENABLED and 0 < x.shape[0] <= 256 and not eager_graph.capturing(x.device)
+
+
+def _plain(monkeypatch, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with the eager graphs off: the plain path."""
+    monkeypatch.setattr(eager_graph, "ENABLED", False)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        monkeypatch.setattr(eager_graph, "ENABLED", True)
 
 
 @pytest.fixture
 def stand_in(monkeypatch):
     """Graphs on for CPU tensors of at most 8 rows, made by the stand-in."""
+    monkeypatch.setattr(eager_graph, "ENABLED", True)
     monkeypatch.setattr(eager_graph, "usable", _stand_in_usable)
     monkeypatch.setattr(eager_graph, "usable_by_address", _stand_in_by_address)
     monkeypatch.setattr(eager_graph, "_CAPTURE", _StandInCapture)
@@ -273,16 +283,6 @@ def test_the_warm_up_takes_the_capture_path(stand_in, monkeypatch):
     assert launch.one_launch(1, cuda_x)
 
 
-def _plain_sample(monkeypatch, x, **kw):
-    from qrita.backends.triton import sampling_ops
-
-    monkeypatch.setattr(eager_graph, "usable", lambda x: False)
-    try:
-        return sampling_ops.sample(x, **kw)
-    finally:
-        monkeypatch.setattr(eager_graph, "usable", _stand_in_usable)
-
-
 def test_sampler_replays_with_new_seeds_and_offsets(stand_in, monkeypatch):
     """``sample`` takes the graphs too: its seed and offset go in as device values, so a decode
     loop's new offset (or seed) each call replays one graph; every call's tokens (and
@@ -298,7 +298,7 @@ def test_sampler_replays_with_new_seeds_and_offsets(stand_in, monkeypatch):
              dict(p=0.9, min_p=0.05, return_logprob=True)]
     for kw in cases:
         for step in range(4):  # a decode loop: the offset moves, the seed stays
-            want = _plain_sample(monkeypatch, x, seed=7 + 2**63, offset=step, **kw)
+            want = _plain(monkeypatch, sampling_ops.sample, x, seed=7 + 2**63, offset=step, **kw)
             got = sampling_ops.sample(x, seed=7 + 2**63, offset=step, **kw)
             for g, w in zip(got if isinstance(got, tuple) else (got,),
                             want if isinstance(want, tuple) else (want,)):
@@ -309,17 +309,17 @@ def test_sampler_replays_with_new_seeds_and_offsets(stand_in, monkeypatch):
     seeds = torch.tensor([1, 2**62, 3], device=DEVICE)
     offsets = torch.tensor([0, 5, 2**40], device=DEVICE)
     for call in range(3):
-        want = _plain_sample(monkeypatch, x, p=0.9, seed=seeds + call, offset=offsets)
+        want = _plain(monkeypatch, sampling_ops.sample, x, p=0.9, seed=seeds + call, offset=offsets)
         assert torch.equal(sampling_ops.sample(x, p=0.9, seed=seeds + call, offset=offsets),
                            want)
-        want = _plain_sample(monkeypatch, x, p=0.9, seed=call * 1000, offset=None)
+        want = _plain(monkeypatch, sampling_ops.sample, x, p=0.9, seed=call * 1000, offset=None)
         assert torch.equal(sampling_ops.sample(x, p=0.9, seed=call * 1000), want)
     # (the int seeds with offset None replay the first case's graph: ints and None go in as
     # one device value each)
     assert len(stand_in) == len(cases) + 1
     # seed None: the kernels' fresh per-row seeds, from one fixed fresh seed
     monkeypatch.setattr(philox, "fresh_seed", lambda: 2**63 - 5)
-    want = _plain_sample(monkeypatch, x, p=0.9)
+    want = _plain(monkeypatch, sampling_ops.sample, x, p=0.9)
     for _ in range(3):
         assert torch.equal(sampling_ops.sample(x, p=0.9), want)
     assert len(stand_in) == len(cases) + 2
@@ -386,13 +386,6 @@ def test_gpu_eager_graphs_equal_the_plain_path(monkeypatch, dtype, in_place):
     rng = np.random.default_rng(8)
     V = 131072
 
-    def plain(t, k, p):
-        monkeypatch.setattr(eager_graph, "ENABLED", False)
-        try:
-            return ops.top_k_top_p_mask(t, k, p)
-        finally:
-            monkeypatch.setattr(eager_graph, "ENABLED", True)
-
     for batch in (1, 3):
         k_t = torch.tensor(rng.integers(1, V, batch), device="cuda")
         p_t = torch.tensor(rng.uniform(0.1, 1.0, batch), dtype=torch.float32, device="cuda")
@@ -400,11 +393,12 @@ def test_gpu_eager_graphs_equal_the_plain_path(monkeypatch, dtype, in_place):
             t = torch.tensor(_rows(rng, batch, V), device="cuda").to(dtype)
             for k, p in ((None, 0.9), (50, None), (k_t, p_t)):
                 got = ops.top_k_top_p_mask(t, k, p)
-                assert torch.equal(_bits(got), _bits(plain(t, k, p))), (batch, k, p)
+                want = _plain(monkeypatch, ops.top_k_top_p_mask, t, k, p)
+                assert torch.equal(_bits(got), _bits(want)), (batch, k, p)
     assert len(eager_graph._GRAPHS) == 6
     # a non-default stream, after work queued on it
     t = torch.tensor(_rows(rng, 1, V), device="cuda").to(dtype)
-    want = plain(t, None, 0.9)
+    want = _plain(monkeypatch, ops.top_k_top_p_mask, t, None, 0.9)
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         src = torch.zeros_like(t)
@@ -415,7 +409,7 @@ def test_gpu_eager_graphs_equal_the_plain_path(monkeypatch, dtype, in_place):
     # inside the caller's capture: the plain launches are captured, no new graph of qrita's
     n_graphs = len(eager_graph._GRAPHS)
     static = t.clone()
-    plain(static, None, 0.8)  # compile outside the capture
+    _plain(monkeypatch, ops.top_k_top_p_mask, static, None, 0.8)  # compile outside the capture
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = ops.top_k_top_p_mask(static, None, 0.8)
@@ -424,7 +418,7 @@ def test_gpu_eager_graphs_equal_the_plain_path(monkeypatch, dtype, in_place):
     static.copy_(t2)
     graph.replay()
     torch.cuda.synchronize()
-    assert torch.equal(_bits(out), _bits(plain(t2, None, 0.8)))
+    assert torch.equal(_bits(out), _bits(_plain(monkeypatch, ops.top_k_top_p_mask, t2, None, 0.8)))
     eager_graph.clear()
 
 
@@ -511,13 +505,6 @@ def test_gpu_sampler_graphs_equal_the_plain_path(monkeypatch, dtype):
     rng = np.random.default_rng(13)
     V = 131072
 
-    def plain(x, **kw):
-        monkeypatch.setattr(eager_graph, "ENABLED", False)
-        try:
-            return sampling_ops.sample(x, **kw)
-        finally:
-            monkeypatch.setattr(eager_graph, "ENABLED", True)
-
     keys = 0
     for batch in (1, 8):
         x = torch.tensor(_rows(rng, batch, V), device="cuda").to(dtype)
@@ -527,7 +514,7 @@ def test_gpu_sampler_graphs_equal_the_plain_path(monkeypatch, dtype):
             keys += 2
             for step in range(4):
                 for seed in (1234, seeds):
-                    want = plain(x, seed=seed, offset=step, **kw)
+                    want = _plain(monkeypatch, sampling_ops.sample, x, seed=seed, offset=step, **kw)
                     got = sampling_ops.sample(x, seed=seed, offset=step, **kw)
                     for g, w in zip(got if isinstance(got, tuple) else (got,),
                                     want if isinstance(want, tuple) else (want,)):
@@ -549,25 +536,19 @@ def test_gpu_top_k_graphs_by_address_equal_the_plain_path(monkeypatch, dtype):
     rng = np.random.default_rng(15)
     V = 131072
 
-    def plain(t, k, is_sorted):
-        monkeypatch.setattr(eager_graph, "ENABLED", False)
-        try:
-            return ops.top_k(t, k, sorted=is_sorted)
-        finally:
-            monkeypatch.setattr(eager_graph, "ENABLED", True)
-
     for batch in (64, 256):
         logits = torch.empty((batch, V), dtype=dtype, device="cuda")
         for k, is_sorted in ((50, True), (1000, True), (50, False)):
             for _ in range(3):
                 logits.copy_(torch.tensor(_rows(rng, batch, V), device="cuda"))
-                got, want = ops.top_k(logits, k, sorted=is_sorted), plain(logits, k, is_sorted)
+                got = ops.top_k(logits, k, sorted=is_sorted)
+                want = _plain(monkeypatch, ops.top_k, logits, k, sorted=is_sorted)
                 assert torch.equal(got[1], want[1]) and torch.equal(_bits(got[0]),
                                                                     _bits(want[0]))
         del logits
         for _ in range(4):  # fresh logits each step
             step = torch.tensor(_rows(rng, batch, V), device="cuda").to(dtype)
-            got, want = ops.top_k(step, 50), plain(step, 50, True)
+            got, want = ops.top_k(step, 50), _plain(monkeypatch, ops.top_k, step, 50)
             assert torch.equal(got[1], want[1]) and torch.equal(_bits(got[0]), _bits(want[0]))
             del step
     assert eager_graph._GRAPHS  # some calls replayed
