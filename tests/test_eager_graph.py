@@ -511,7 +511,9 @@ def test_gpu_sampler_graphs_equal_the_plain_path(monkeypatch, dtype):
         seeds = torch.tensor(rng.integers(0, 2**62, batch), device="cuda")
         for kw in (dict(p=0.9), dict(k=100, p=0.9, temperature=0.8),
                    dict(p=0.95, min_p=0.02, return_logprob=True)):
-            keys += 2
+            # (fp32 at B = 8 is over the size limit: the plain path; at B = 1 an int seed and
+            # a one-row seed tensor are one key)
+            keys += 0 if not eager_graph.usable(x) else 1 if batch == 1 else 2
             for step in range(4):
                 for seed in (1234, seeds):
                     want = _plain(monkeypatch, sampling_ops.sample, x, seed=seed, offset=step, **kw)
