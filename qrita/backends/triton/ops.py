@@ -157,8 +157,8 @@ def top_k(x: torch.Tensor, k: int, *, mode: str = "largest", sorted: bool = True
         batch = src.shape[0]
         chunk = chunk_rows(batch)
         if chunk >= batch and src is x and eager_graph.usable_by_address(src):
-            # QRITA_EAGER_GRAPHS=1: the same launches, replayed from a graph qrita captured,
-            # reading x where it is (its address is part of the key)
+            # QRITA_EAGER_GRAPHS_ADDRESS_ROWS (opt-in): the same launches, replayed from a graph
+            # qrita captured, reading x where it is (its address is part of the key)
             return eager_graph.cached_call("top_k", _top_k_launches, (src, k, smallest, sorted),
                                            by_address=(0,))
         return _top_k_launches(src, k, smallest, sorted)
