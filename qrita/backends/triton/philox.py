@@ -21,7 +21,8 @@ import triton.language as tl
 
 from qrita.backends.triton import fastlaunch
 
-__all__ = ["uniforms", "as_u64_bits", "fresh_seed", "SeedOffsetArgs", "seed_offset_args"]
+__all__ = ["uniforms", "as_u64_bits", "fresh_seed", "ROW_SEED_STEP", "SeedOffsetArgs",
+           "seed_offset_args"]
 
 _U64 = 2**64
 _I64_MAX = 2**63 - 1
@@ -54,6 +55,11 @@ def _uniform_kernel(seed_ptr, offset_ptr, n, seed_scalar, offset_scalar, seed_st
     word = tl.randint(seed, offset).to(tl.uint32, bitcast=True)
     u = (word >> 8).to(tl.float32) * (1.0 / 16777216.0)
     tl.store(out_ptr + i, u, mask=valid)
+
+
+#: the int64 step between the rows' seeds that a fresh seed derives (SEED_MODE 2: seed + row x
+#: this, wrapping), the literal in ``_uniform_kernel`` and ``reject_topp.row_draw_params``
+ROW_SEED_STEP = -7046029254386353131
 
 
 def _u64_scalar_bits(v: int | None) -> int:

@@ -759,22 +759,18 @@ def sample(
     return _sample_launches(x, k, p, min_p, temperature, seed, offset, return_logprob)
 
 
-#: the int64 step between the rows' seeds that a fresh seed (SEED_MODE 2) derives on the device
-_ROW_SEED_STEP = -7046029254386353131
-
-
 def _device_counters(seed: int | torch.Tensor | None, offset: int | torch.Tensor | None,
                      batch: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """The seed and offset as device int64 tensors of uint64 bit patterns, meaning for the
     kernels exactly what the arguments mean: a Python int as one value for every row (shape
-    (1,)), None as the seed as a fresh host seed plus ``row x _ROW_SEED_STEP`` per row (the
+    (1,)), None as the seed as a fresh host seed plus ``row x philox.ROW_SEED_STEP`` per row (the
     kernels' SEED_MODE 2, shape (B,)), None as the offset 0; tensors pass as they are. The host
     values go in with one copy from pinned memory, ordered on the current stream (torch's
     pinned-memory cache keeps the block until the copy has run): no host synchronisation."""
     host: list[int] = []
     if seed is None:
         base = philox.fresh_seed()
-        host += [((base + row * _ROW_SEED_STEP + 2**63) % 2**64) - 2**63 for row in range(batch)]
+        host += [((base + row * philox.ROW_SEED_STEP + 2**63) % 2**64) - 2**63 for row in range(batch)]
     elif not isinstance(seed, torch.Tensor):
         host.append(philox._u64_scalar_bits(seed))
     n_seed = len(host)
