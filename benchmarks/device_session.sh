@@ -1151,7 +1151,7 @@ if [[ $stage == s39a ]]; then  # next session, call 1 (~520 s cold): the eager g
   QRITA_EAGER_GRAPHS_IN_PLACE=1 QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256 \
     bench_zipf s39a "${BENCH_S:-200}" "${BATCHES:-1,8,64,256}" | tail -32
 fi
-if [[ $stage == s39b ]]; then  # next session, call 2 (~400 s warm): the sampler at B = 1, 8, 64 without and with its eager graphs (QRITA_EAGER_GRAPHS_SAMPLE=1), host time per call with the opt-ins, the adapters' cost (issue 5)
+if [[ $stage == s39b ]]; then  # next session, call 2 (~400 s warm): the sampler at B = 1, 8, 64 without and with its eager graphs (QRITA_EAGER_GRAPHS_SAMPLE=1), host time per call with the opt-ins, the adapters' cost (issue 5), a B = 1 / 8 top-p profile
   for sample_graphs in 0 1; do
     QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs timeout "${SAMPLE_S:-120}" python3 benchmarks/bench.py \
       --out "$OUT/sample_$sample_graphs" --ops sample --vocab 131072 --dtypes float32,bfloat16 \
@@ -1166,6 +1166,8 @@ if [[ $stage == s39b ]]; then  # next session, call 2 (~400 s warm): the sampler
   done
   timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
     | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -25
+  # where small batches' top-p time goes at the defaults (issue 3's B = 1 target)
+  PROF_BATCH=1,8 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-90}" prof small topp0.9 zipf
 fi
 if [[ $stage == s38a ]]; then  # for the next session (~560 s cold): the GPU tests owed at the thirty-seventh session's defaults (eager graphs captured at a key's second call, the batch invariance across the small-batch tiers, real vocabularies), then host time per eager call
   gpu_tests s38a "${TESTS_S:-420}" tests/test_eager_graph.py \
