@@ -41,7 +41,12 @@ class _StandInCapture:
 
     @classmethod
     def capture(cls, run, static, device):
+        # a capture runs nothing: what the launches write into the static tensors (and tensors
+        # taken by address) is put back
+        saved = [(t, t.clone()) for t in static if isinstance(t, torch.Tensor)]
         output = run(*static)
+        for t, before in saved:
+            t.copy_(before)
         graph = _StandInGraph(run, static, output)
         cls.captures.append(graph)
         return graph, output
@@ -158,9 +163,10 @@ def test_keys_seen_once_are_not_captured(stand_in, monkeypatch):
     assert len(stand_in) == 1
 
 
-def test_bypassed_inplace_stats_and_large_batches(stand_in):
-    """``inplace``, ``stats`` and batches above the limit take the plain path (no graph), with
-    the oracle's answer."""
+def test_bypassed_inplace_stats_and_large_batches(stand_in, monkeypatch):
+    """Without the graphs by address, ``inplace``, ``stats`` and batches above the limit take
+    the plain path (no graph), with the oracle's answer."""
+    monkeypatch.setattr(eager_graph, "usable_by_address", lambda x: False)
     rng = np.random.default_rng(6)
     x = _rows(rng, 2, 513)
     t = torch.tensor(x, device=DEVICE)
@@ -360,6 +366,74 @@ def test_top_k_graphs_read_the_logits_by_address(stand_in):
     assert len(stand_in) == 3 and len(eager_graph._SEEN) == 1
 
 
+@pytest.mark.parametrize("in_place", [False, True])
+def test_masks_by_address_replay_where_the_tensors_are(stand_in, monkeypatch, in_place):
+    """Masks above the static graphs' batches (here 20 rows) replay graphs that read the logits
+    and write the mask where they are: in place, the caller's own logits are masked (and
+    returned); out of place, the call's own output is written (and returned), here always at one
+    address. New values in the same tensors replay one graph, the capturing call returns its
+    warm-up's result (masked once, not twice), per-row k and p are copied in, another address is
+    a new key, and every mask is the oracle's."""
+    out_buffer = torch.empty((20, 1001), dtype=torch.float32, device=DEVICE)
+    if not in_place:
+        monkeypatch.setattr(ops, "_new_output", lambda src: out_buffer)
+    rng = np.random.default_rng(17)
+    V = 1001
+    logits = torch.empty((20, V), dtype=torch.float32, device=DEVICE)
+    k_t = torch.empty(20, dtype=torch.int64, device=DEVICE)
+    p_t = torch.empty(20, dtype=torch.float32, device=DEVICE)
+    for step in range(4):
+        x = _rows(rng, 20, V)
+        k_rows = rng.integers(0, V + 2, 20)
+        p_rows = rng.choice([0.0, 1e-7, 0.3, 0.9, 0.99, 1.0], 20).astype(np.float32)
+        logits.copy_(torch.tensor(x))
+        k_t.copy_(torch.tensor(k_rows))
+        p_t.copy_(torch.tensor(p_rows))
+        got = ops.top_k_top_p_mask(logits, k_t, p_t, inplace=in_place)
+        assert got is (logits if in_place else out_buffer)
+        _check(got, x, k_rows, p_rows)
+        if not in_place:
+            np.testing.assert_array_equal(logits.cpu().numpy(), x)
+        assert len(stand_in) == (0 if step == 0 else 1)
+    assert stand_in[0].replays == 2  # calls 3 and 4 (call 2 took its warm-up's result)
+    entry = next(iter(eager_graph._GRAPHS.values()))
+    assert all(t is None for t in entry.inputs[:2 if not in_place else 1])  # no references kept
+    other = logits.clone()  # another address: a new key, seen once
+    x = _rows(rng, 20, V)
+    other.copy_(torch.tensor(x))
+    _check(ops.top_k_top_p_mask(other, 30, 0.8, inplace=in_place), x, 30, 0.8)
+    assert len(stand_in) == 1 and len(eager_graph._SEEN) == 1
+
+
+@pytest.mark.parametrize("fails_in", ["warm_up", "capture"])
+def test_an_in_place_capture_that_fails_masks_once(stand_in, monkeypatch, fails_in):
+    """A by-address in-place key whose capture raises after its warm-up returns the warm-up's
+    result (masked once); one whose warm-up raises runs the launches as they are. Either way
+    the key then stays on the plain path, with the oracle's masks."""
+
+    class Failing(_StandInCapture):
+        @classmethod
+        def warm_up(cls, run, static, device):
+            if fails_in == "warm_up":
+                raise RuntimeError("no warm-up")
+            return super().warm_up(run, static, device)
+
+        @classmethod
+        def capture(cls, run, static, device):
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(eager_graph, "_CAPTURE", Failing)
+    rng = np.random.default_rng(18)
+    logits = torch.empty((12, 777), dtype=torch.float32, device=DEVICE)
+    for _ in range(3):
+        x = _rows(rng, 12, 777)
+        logits.copy_(torch.tensor(x))
+        got = ops.top_k_top_p_mask(logits, 40, 0.7, inplace=True)
+        assert got is logits
+        _check(got, x, 40, 0.7)
+    assert stand_in == [] and len(eager_graph._FAILED) == 1
+
+
 def test_usable_only_for_small_cuda_batches(monkeypatch):
     monkeypatch.setattr(eager_graph, "ENABLED", True)
     assert not eager_graph.usable(torch.zeros((1, 8)))  # a CPU tensor
@@ -553,5 +627,45 @@ def test_gpu_top_k_graphs_by_address_equal_the_plain_path(monkeypatch, dtype):
             got, want = ops.top_k(step, 50), _plain(monkeypatch, ops.top_k, step, 50)
             assert torch.equal(got[1], want[1]) and torch.equal(_bits(got[0]), _bits(want[0]))
             del step
+    assert eager_graph._GRAPHS  # some calls replayed
+    eager_graph.clear()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gpu_masks_by_address_equal_the_plain_path(monkeypatch, dtype, in_place):
+    """Real CUDA graphs for masks at B = 16 and 64 (V = 131072) reading the logits and writing
+    the mask by address: new values in one tensor, then a loop that makes new logits every step
+    and drops the last step's output (the allocator often hands back the same addresses), give
+    the plain path's masks bit for bit (top-k, top-p, both, per-row k / p tensors), masked once."""
+    monkeypatch.setattr(eager_graph, "ENABLED", True)
+    monkeypatch.setattr(eager_graph, "ADDRESS_ROWS", 256)
+    eager_graph.clear()
+    rng = np.random.default_rng(19)
+    V = 131072
+
+    def both(logits, k, p):
+        want = _plain(monkeypatch, ops.top_k_top_p_mask, logits.clone(), k, p, inplace=True)
+        got = ops.top_k_top_p_mask(logits, k, p, inplace=in_place)
+        assert (got is logits) == in_place
+        return got, want
+
+    for batch in (16, 64):
+        logits = torch.empty((batch, V), dtype=dtype, device="cuda")
+        k_t = torch.tensor(rng.integers(1, 2000, batch), device="cuda")
+        p_t = torch.tensor(rng.choice([0.5, 0.9, 0.99, 1.0], batch), dtype=torch.float32,
+                           device="cuda")
+        for k, p in ((50, None), (None, 0.9), (100, 0.9), (k_t, p_t)):
+            for _ in range(3):
+                logits.copy_(torch.tensor(_rows(rng, batch, V), device="cuda"))
+                got, want = both(logits, k, p)
+                assert torch.equal(_bits(got), _bits(want)), (batch, k, p)
+        del logits
+        for _ in range(4):  # fresh logits each step, the last output dropped
+            step = torch.tensor(_rows(rng, batch, V), device="cuda").to(dtype)
+            got, want = both(step, None, 0.9)
+            assert torch.equal(_bits(got), _bits(want))
+            del step, got, want
     assert eager_graph._GRAPHS  # some calls replayed
     eager_graph.clear()

@@ -185,16 +185,29 @@ class _CudaCapture:
 _CAPTURE: Any = _CudaCapture
 
 
+class _CaptureFailed(Exception):
+    """A capture that raised after its warm-up had run (``warmed``) or before."""
+
+    def __init__(self, warmed: bool) -> None:
+        super().__init__("capture failed")
+        self.warmed = warmed
+
+
 def _capture(run: Callable[..., Any], args: Sequence[Any], device: torch.device,
              by_address: Sequence[int] = ()) -> _Graphed:
     """Static copies of ``args``' tensors (those at ``by_address`` themselves), and the graph of
-    ``run`` on them. The graph keeps no reference to a tensor taken by address."""
+    ``run`` on them. The graph keeps no reference to a tensor taken by address. Raises
+    :class:`_CaptureFailed` (from the error) if the warm-up or the capture raises."""
     static = tuple(a if i in by_address or not isinstance(a, torch.Tensor) else a.clone()
                    for i, a in enumerate(args))
+    warmed = False
     _WARM_UP.on = True
     try:
         _CAPTURE.warm_up(run, static, device)
+        warmed = True
         graph, output = _CAPTURE.capture(run, static, device)
+    except Exception as error:  # noqa: BLE001
+        raise _CaptureFailed(warmed) from error
     finally:
         _WARM_UP.on = False
     return _Graphed(graph, tuple(None if i in by_address else a for i, a in enumerate(static)),
@@ -209,7 +222,7 @@ def _copy_out(output: Any) -> Any:
 
 def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
                 graph_run: Callable[..., Any] | None = None,
-                by_address: Sequence[int] = ()) -> Any:
+                by_address: Sequence[int] = (), writes: int | None = None) -> Any:
     """``run(*args)``'s result, by replaying the graph of ``(op, args)``: captured at the key's
     second call (its first runs ``run`` as it is).
 
@@ -227,11 +240,18 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
         with the same layout: a live tensor the graph may read), and no reference to them is
         kept (so a loop's freed logits make room for the next step's, often at the same
         address). For the large input of a call with a small output (``top_k``).
+    writes : the position (in ``by_address``) of the tensor ``run`` writes its result into and
+        returns: a mask's output, or its logits masked in place. The call returns that tensor
+        itself, no copy. The key's capturing call returns what its warm-up wrote there (a
+        capture runs nothing, and a replay after an in-place warm-up would mask the masked
+        logits again), also when the capture itself fails.
 
     Returns
     -------
-    A fresh copy of the graph's output (tensors the caller owns).
+    A fresh copy of the graph's output (tensors the caller owns), or ``args[writes]``.
     """
+    if writes is not None and writes not in by_address:
+        raise ValueError(f"writes={writes} must name a tensor taken by address {tuple(by_address)}")
     first = next(a for a in args if isinstance(a, torch.Tensor))
     if first.is_cuda and first.device.index != torch.cuda.current_device():
         return run(*args)  # a replay launches on the current device's stream: not this one's
@@ -249,12 +269,16 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
             _CAPTURES[family] = _CAPTURES.get(family, 0) + 1
             try:
                 entry = _capture(graph_run or run, args, first.device, by_address)
-            except Exception:  # noqa: BLE001 (a key that cannot be captured runs as it is)
+            except _CaptureFailed as failed:  # a key that cannot be captured runs as it is
                 _FAILED.add(key)
+                if writes is not None and failed.warmed:
+                    return args[writes]  # the warm-up's result, in place
             else:
                 _GRAPHS[key] = entry
                 while len(_GRAPHS) > MAX_GRAPHS:
                     _GRAPHS.popitem(last=False)
+                if writes is not None:
+                    return args[writes]  # the warm-up's result (the capture ran nothing)
         elif key not in _FAILED:  # its first call
             _SEEN[key] = None
             while len(_SEEN) > _SEEN_MAX:
@@ -265,6 +289,6 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
                 if static is not None and isinstance(a, torch.Tensor):
                     static.copy_(a)
             entry.graph.replay()
-            return _copy_out(entry.output)
+            return args[writes] if writes is not None else _copy_out(entry.output)
     # outside the lock: the launches may make graphed calls of their own (the sampler's mask)
     return run(*args)

@@ -84,9 +84,18 @@ def top_k_top_p_mask(
     if inplace and src is logits:
         out = logits
     else:
-        out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
+        out = _new_output(src)
     batch = src.shape[0]
     chunk = chunk_rows(batch)
+    if (stats is None and chunk >= batch and (out is src or not inplace)
+            and eager_graph.usable_by_address(src)):
+        # QRITA_EAGER_GRAPHS_ADDRESS_ROWS (opt-in): the same launches, replayed from a graph
+        # that reads the logits and writes the mask where they are (their addresses in its key)
+        if out is src:
+            return eager_graph.cached_call("mask in place", _mask_launches_in_place,
+                                           (src, k, p, fill), by_address=(0,), writes=0)
+        return eager_graph.cached_call("mask into", _mask_into, (src, out, k, p, fill),
+                                       by_address=(0, 1), writes=1)
     if chunk >= batch:
         launch_mask(src, out, k, p, fill, row_info=stats)
     else:  # QRITA_CHUNK_ROWS: rows in chunks bound the scratch; the same answer
@@ -103,6 +112,17 @@ def top_k_top_p_mask(
 def _mask_launches(src: torch.Tensor, k, p, fill: float) -> torch.Tensor:
     """A fresh (B, V) mask of ``src`` (one chunk)."""
     out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
+    launch_mask(src, out, k, p, fill)
+    return out
+
+
+def _new_output(src: torch.Tensor) -> torch.Tensor:
+    """An uninitialised (B, V) output like ``src`` (one place, so a test can see its address)."""
+    return torch.empty(src.shape, dtype=src.dtype, device=src.device)
+
+
+def _mask_into(src: torch.Tensor, out: torch.Tensor, k, p, fill: float) -> torch.Tensor:
+    """``out`` (B, V), written with the mask of ``src`` (one chunk)."""
     launch_mask(src, out, k, p, fill)
     return out
 
