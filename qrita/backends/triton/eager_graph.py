@@ -19,7 +19,12 @@ Three forms written in the thirty-eighth session are opt-in until a GPU times an
 - ``QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256``: ``top_k`` above the one-launch kernel's batches, up
   to that many rows, reads its logits by address: no static copy (its output is small, its
   input is not), the address is part of the key and the graph keeps no reference to the tensor
-  (``cached_call``'s ``by_address``).
+  (``cached_call``'s ``by_address``). Masks too (thirty-ninth session), where the static
+  graphs do not apply (above their rows or bytes, or in place): in place, the graph masks the
+  caller's logits where they are; out of place, it reads the logits and writes the call's own
+  fresh output where they are (both addresses in the key; torch's allocator hands a loop that
+  drops its last mask the same address back). No static buffers, no copies; the capturing
+  call returns its warm-up's result (``writes``).
 
 A family of keys (operation, device, the first tensor's dtype and shape) stops capturing after
 :data:`CAPTURES_PER_FAMILY` captures (its kept graphs still replay): calls that cycle through
