@@ -1171,6 +1171,8 @@ if [[ $stage == s39b ]]; then  # next session, call 2 (~400 s warm): the sampler
     | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -25
   # where small batches' top-p time goes at the defaults (issue 3's B = 1 target)
   PROF_BATCH=1,8 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-90}" prof small topp0.9 zipf
+  # and bf16 against fp32 at B = 1024 (issue 3's 0.6 target)
+  PROF_BATCH=1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-90}" prof big topk50,topp0.9 zipf
 fi
 if [[ $stage == s38a ]]; then  # for the next session (~560 s cold): the GPU tests owed at the thirty-seventh session's defaults (eager graphs captured at a key's second call, the batch invariance across the small-batch tiers, real vocabularies), then host time per eager call
   gpu_tests s38a "${TESTS_S:-420}" tests/test_eager_graph.py \
