@@ -331,6 +331,25 @@ def test_sampler_replays_with_new_seeds_and_offsets(stand_in, monkeypatch):
     assert len(stand_in) == len(cases) + 2
 
 
+def test_sampler_graphs_by_address(stand_in, monkeypatch):
+    """``sample`` above the static graphs' batches (here 12 rows) reads the logits by address:
+    new values in the same tensor and a new offset each call replay one graph, its tokens and
+    log-probabilities equal the plain path's bit for bit, and the graph keeps no reference to
+    the logits."""
+    from qrita.backends.triton import sampling_ops
+
+    rng = np.random.default_rng(20)
+    x = torch.empty((12, 300), dtype=torch.float32, device=DEVICE)
+    for step in range(4):
+        x.copy_(torch.tensor(_rows(rng, 12, 300)))
+        kw = dict(k=30, p=0.9, temperature=0.9, return_logprob=True)
+        want = _plain(monkeypatch, sampling_ops.sample, x, seed=5, offset=step, **kw)
+        got = sampling_ops.sample(x, seed=5, offset=step, **kw)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), step
+    assert len(stand_in) == 1 and stand_in[0].replays == 3
+    assert next(iter(eager_graph._GRAPHS.values())).inputs[0] is None
+
+
 def test_top_k_graphs_read_the_logits_by_address(stand_in):
     """``top_k`` at batches the one-launch kernel does not take (here all: CPU tensors) replays
     graphs that read the logits where they are: the key holds the tensor's address, the graph
@@ -575,6 +594,7 @@ def test_gpu_sampler_graphs_equal_the_plain_path(monkeypatch, dtype):
 
     monkeypatch.setattr(eager_graph, "ENABLED", True)
     monkeypatch.setattr(eager_graph, "SAMPLE", True)
+    monkeypatch.setattr(eager_graph, "ADDRESS_ROWS", 0)
     eager_graph.clear()
     rng = np.random.default_rng(13)
     V = 131072
@@ -596,6 +616,19 @@ def test_gpu_sampler_graphs_equal_the_plain_path(monkeypatch, dtype):
                                     want if isinstance(want, tuple) else (want,)):
                         assert torch.equal(g, w), (batch, kw, step)
     assert len(eager_graph._GRAPHS) == min(keys, eager_graph.MAX_GRAPHS)
+    eager_graph.clear()
+    # by address (QRITA_EAGER_GRAPHS_ADDRESS_ROWS) at B = 8 (fp32: over the static limit) and 64
+    monkeypatch.setattr(eager_graph, "ADDRESS_ROWS", 256)
+    for batch in (8, 64):
+        x = torch.tensor(_rows(rng, batch, V), device="cuda").to(dtype)
+        for kw in (dict(p=0.9), dict(k=100, p=0.9, temperature=0.8, return_logprob=True)):
+            for step in range(4):
+                want = _plain(monkeypatch, sampling_ops.sample, x, seed=99, offset=step, **kw)
+                got = sampling_ops.sample(x, seed=99, offset=step, **kw)
+                for g, w in zip(got if isinstance(got, tuple) else (got,),
+                                want if isinstance(want, tuple) else (want,)):
+                    assert torch.equal(g, w), (batch, kw, step)
+    assert eager_graph._GRAPHS
     eager_graph.clear()
 
 
