@@ -25,12 +25,19 @@ _OPS_WARNED = False
 _DEFAULT_KERNEL_DTYPES = frozenset({"float32", "bfloat16", "float16"})
 
 
+_LOADED: dict[str, ModuleType] = {}  # the Triton modules imported (a lookup, not an import, per call)
+
+
 def _load_triton(name: str) -> ModuleType | None:
     """``qrita.backends.triton.<name>``, or None (with a one-time warning) if the Triton kernels
     cannot be imported."""
     global _OPS_WARNED
+    loaded = _LOADED.get(name)
+    if loaded is not None:
+        return loaded
     try:
-        return importlib.import_module(f"qrita.backends.triton.{name}")
+        loaded = _LOADED[name] = importlib.import_module(f"qrita.backends.triton.{name}")
+        return loaded
     except ImportError as exc:
         if not _OPS_WARNED:
             warnings.warn(

@@ -56,6 +56,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+import triton
 
 __all__ = ["ENABLED", "MAX_ROWS", "IN_PLACE", "MAX_BYTES", "SAMPLE", "ADDRESS_ROWS", "MAX_GRAPHS",
            "cached_call", "capturing", "clear", "usable", "usable_by_address"]
@@ -260,7 +261,10 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
     first = next(a for a in args if isinstance(a, torch.Tensor))
     if first.is_cuda and first.device.index != torch.cuda.current_device():
         return run(*args)  # a replay launches on the current device's stream: not this one's
-    stream = torch.cuda.current_stream(first.device).cuda_stream if first.is_cuda else 0
+    # (the raw handle, as Triton's launches ask for it: torch.cuda.current_stream builds a
+    # Stream object, ~5 us of host time)
+    stream = (triton.runtime.driver.active.get_current_stream(first.device.index)
+              if first.is_cuda else 0)
     key = (op, first.device, stream, _env_key(), *(_describe(a) for a in args),
            *(args[i].data_ptr() for i in by_address))
     family = (op, first.device, first.dtype, tuple(first.shape))
