@@ -1165,23 +1165,22 @@ if [[ $stage == s39c ]]; then  # call 2 (~480 s warm): masks / top_k at B = 1, 8
   QRITA_EAGER_GRAPHS_IN_PLACE=1 QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256 \
     bench_zipf s39c "${BENCH_S:-480}" "${BATCHES:-1,8,64,256}" | tail -32
 fi
-if [[ $stage == s39b ]]; then  # next session, call 2 (~400 s warm): the sampler at B = 1, 8, 64 without and with its eager graphs (QRITA_EAGER_GRAPHS_SAMPLE=1), host time per call with the opt-ins, the adapters' cost (issue 5), a B = 1 / 8 top-p profile
+if [[ $stage == s39b ]]; then  # call 2 (~530 s warm): the sampler at B = 1, 8, 64 without and with its eager graphs (QRITA_EAGER_GRAPHS_SAMPLE=1, by address above 8 rows), host time per call with the opt-ins, the adapters' cost (issue 5), B = 1 / 8 top-p profiles at the default and with the count histogram split (histsplit=4x0), bf16 against fp32 at B = 1024
   for sample_graphs in 0 1; do
-    QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs timeout "${SAMPLE_S:-120}" python3 benchmarks/bench.py \
+    QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs QRITA_EAGER_GRAPHS_ADDRESS_ROWS=$((sample_graphs * 256)) \
+      timeout "${SAMPLE_S:-100}" python3 benchmarks/bench.py \
       --out "$OUT/sample_$sample_graphs" --ops sample --vocab 131072 --dtypes float32,bfloat16 \
       --batch "${BATCHES:-1,8,64}" --peers torch_sort --graphs --warmup 5 --rep 25 --check-rows 4 \
       --no-progress > "$OUT/bench_sample_$sample_graphs.log" 2>&1
     echo "sample bench graphs=$sample_graphs exit $?"; tail -c 2000 "$OUT/bench_sample_$sample_graphs.log"
   done
-  for opt in 0 1; do
-    QRITA_EAGER_GRAPHS_SAMPLE=$opt QRITA_EAGER_GRAPHS_IN_PLACE=$opt timeout 60 python3 \
-      benchmarks/host_overhead.py --out "$OUT/host_$opt" --rows 12 \
-      --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9,public sample k100 p0.9" 2>&1 | grep 'B=1'
-  done
+  QRITA_EAGER_GRAPHS_SAMPLE=1 QRITA_EAGER_GRAPHS_IN_PLACE=1 QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256 \
+    timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host_1" --rows 12 \
+    --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9,public sample k100 p0.9" 2>&1 | grep 'B=1'
   timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
     | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -25
-  # where small batches' top-p time goes at the defaults (issue 3's B = 1 target)
-  PROF_BATCH=1,8 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-90}" prof small topp0.9 zipf
+  # where small batches' top-p time goes (issue 3's B = 1 target), and the split count
+  PROF_BATCH=1,8 KNOB_S="${PROF_S:-60}" prof_tables small_ topp0.9 zipf default histsplit=4x0
   # and bf16 against fp32 at B = 1024 (issue 3's 0.6 target)
   PROF_BATCH=1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-90}" prof big topk50,topp0.9 zipf
 fi

@@ -975,12 +975,13 @@ def test_wide_fixed_band_may_follow_the_batch(monkeypatch):
     from qrita.backends.triton import launch as launch_module
 
     table = _small_slots_table()
-    # at B <= 2 also another compaction tile (``widesmall``) and each segment's rounds split
-    # over two programs (``roundsmall``; one at B = 4)
+    # at B <= 2 also another compaction tile (``widesmall``), each segment's rounds split
+    # over two programs (``roundsmall``; one at B = 4) and its count histogram over two
+    # (``histsplit``)
     monkeypatch.setattr(launch_module, "pipeline_config",
                         lambda V, dtype: replace(table(V, dtype), wide_fixed=True,
                                                  hist_small_batch=2, block_wide_small=64,
-                                                 round_split_small=2))
+                                                 round_split_small=2, hist_split=2))
     assert table(1001, torch.float32).round_split == 1
     monkeypatch.setenv("QRITA_ONE_LAUNCH_SCRATCH", "keep")
     monkeypatch.setattr(launch_module, "_KEPT_HIST", {})
@@ -988,6 +989,15 @@ def test_wide_fixed_band_may_follow_the_batch(monkeypatch):
     launches = _site_launches(monkeypatch, hist_band.hist_band_count_kernel,
                               wide.wide_band_kernel, wide.wide_compact_kernel,
                               wide.wide_round_kernel)
+    hist_spans = []  # programs x entries per program of each count histogram launch
+    recorded_site = launch_module.launch_site
+
+    def spans_site(site, kernel, grid, *args, **kwargs):
+        if kernel is hist_band.hist_band_count_kernel:
+            hist_spans.append(grid[1] * args[5])
+        recorded_site(site, kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(launch_module, "launch_site", spans_site)
     rng = np.random.default_rng(47)
     V = 1001
     x = np.concatenate([generators.zipf_logits(1, V, 1.1, rng),
@@ -1014,6 +1024,11 @@ def test_wide_fixed_band_may_follow_the_batch(monkeypatch):
                    if kernel.fn.__name__ == "wide_round_kernel"}
     nseg = table(V, torch.float32).nseg
     assert round_grids == {nseg, 2 * nseg}, round_grids
+    hist_grids = {grid[1] for kernel, grid, _ in launches
+                  if kernel.fn.__name__ == "hist_band_count_kernel"}
+    assert hist_grids == {2 * nseg}, hist_grids
+    seg_len = table(V, torch.float32).seg_len
+    assert set(hist_spans) == {nseg * seg_len}, hist_spans  # the row covered once
 
 
 def test_pass_a_append_limit_for_large_k_calls(monkeypatch):

@@ -380,3 +380,40 @@ def test_fixed_table_plans_and_workspace(monkeypatch, batch):
     assert launch.call_config(plain, V, None, 0.9, batch) is plain
     huge = launch._pipeline_config(2**23 + 1, torch.float32, False, table)
     assert not huge.wide_fixed and huge.hist_small_batch == 0
+
+
+@pytest.mark.parametrize("split", [2, 4])
+def test_hist_counts_split_over_programs_are_the_same(split):
+    """The count histogram of the band (``hist_band.hist_band_count_kernel``) with each
+    segment split over ``split`` programs (the launch table's ``histsplit``) adds exactly the
+    same integer counts per bin as one program per segment: zipf and Gaussian rows with ties,
+    -inf and NaN entries, an odd V."""
+    from qrita.backends.triton import hist_band
+    from qrita.testing import generators
+
+    rng = np.random.default_rng(61)
+    V, nseg, nb = 1001, 4, 64
+    seg_len = 256  # nseg segments cover V
+    x = np.concatenate([generators.zipf_logits(2, V, 1.1, rng),
+                        generators.gaussian_logits(2, V, 2.0, rng)]).astype(np.float32)
+    x[:, :50] = np.round(x[:, :50])
+    x[1, 7:20] = -np.inf
+    x[3, 3] = np.nan
+    rows = x.shape[0]
+    row_i = torch.zeros((rows, 16), dtype=torch.int32, device=DEVICE)
+    row_i[:, 0] = 3  # wide rows
+    row_f = torch.zeros((rows, 8), dtype=torch.float32, device=DEVICE)
+    row_f[:, 0] = torch.tensor(np.nanmax(x, axis=1))
+    row_f[:, 1] = 0.9  # target mass
+    row_f[:, 4] = 1.0  # row mass
+    xt = torch.tensor(x, device=DEVICE)
+    counts = []
+    for programs in (1, split):
+        bins = torch.zeros((rows, nb), dtype=torch.int32, device=DEVICE)
+        hist_band.hist_band_count_kernel[(rows, nseg * programs)](
+            xt, row_i, row_f, V, xt.stride(0), seg_len // programs, 0, bins, bins,
+            NB=nb, BLOCK=min(128, seg_len // programs), MERGE=False, STEPS=7)
+        counts.append(bins.cpu().numpy())
+    np.testing.assert_array_equal(counts[0], counts[1])
+    finite = np.isfinite(x).sum(axis=1)
+    np.testing.assert_array_equal(counts[0].sum(axis=1), finite)  # every finite entry once

@@ -207,6 +207,9 @@ class PipelineConfig:
     # the band placed by the row's last counting program (one launch, counters kept zeroed
     # between calls) instead of a fill, the counting launch and a merge launch
     hist_one_launch: bool = False
+    # programs per segment of the count histogram's launch (``histsplit``; integer counts, so
+    # no answer depends on it), at the batches the histogram places the band
+    hist_split: int = 1
     # the wide compaction's lanes as the compiler cannot prove contiguous (``wide_compact_kernel``
     # FLAT: no layout conversion through shared memory per appending tile)
     wide_flat: bool = False
@@ -343,6 +346,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # as on the GPU, at the batches CI runs: the count histogram's band at B <= 2, the
         # sample's above; another compaction tile and warps at B = 1
         hist_small_batch = _table_override("histsmall", (2, 0))[0]
+        hist_split = _table_override("histsplit", (1, 0))[0]  # as on the GPU
         round_pivot_rows = _table_override("roundrows", (0, 0))[0] == 1  # as on the GPU
         write_cut = _table_override("writecut", (1, 0))[0] == 1  # as on the GPU
         block_cand_small, warps_cand_small = 0, 0
@@ -534,6 +538,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 163 -> 117, B = 8 163 -> 125, B = 64 196 -> 194; B = 1024 1484 -> 1760). With the
         # fixed-point masses: see ``widefixed`` above. On at B <= 64
         hist_small_batch = _table_override("histsmall", (64, 0))[0]
+        # ``histsplit=Hx0``: at those batches each segment's count over H programs (the counts
+        # are integers, added by integer atomics: the same band). At B = 1 the count runs 16
+        # programs over the row (11.3 us, H100 fp32 zipf topp0.9, thirty-seventh session's
+        # profile): opt-in until timed
+        hist_split = _table_override("histsplit", (1, 0))[0]
         # ``widesmall=TxW`` / ``roundsmall=Sx0`` (with ``histsmall``): at those batches the band
         # compaction's (tile, warps) and the 16-way rounds' programs per segment. With the
         # fixed-point masses no sum depends on them, so they may follow B. At B = 1 the
@@ -654,6 +663,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           hist_band_percent=hist_band_percent,
                           hist_block=_tile_in_segment(hist_block, seg_len), warps_hist=warps_hist,
                           hist_one_launch=hist_one_launch,
+                          hist_split=hist_split if hist_split > 1 and seg_len % hist_split == 0
+                          else 1,
                           wide_flat=wide_flat, key_shift=key_shift,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
@@ -803,7 +814,9 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                         num_warps=cfg.warps_band,
                         **({"maxnreg": cfg.regs_band} if cfg.regs_band else {}))
     if cfg.hist_bins:
-        plan["hist_count"] = dict(NB=cfg.hist_bins, BLOCK=cfg.hist_block,
+        plan["hist_count"] = dict(NB=cfg.hist_bins,
+                                  BLOCK=_tile_in_segment(cfg.hist_block,
+                                                         cfg.seg_len // cfg.hist_split),
                                   MERGE=cfg.hist_one_launch, STEPS=cfg.hist_bins.bit_length(),
                                   num_warps=cfg.warps_hist)
         plan["hist_merge"] = dict(NB=cfg.hist_bins, STEPS=cfg.hist_bins.bit_length(),
@@ -908,7 +921,6 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                         sel_idx if sel_idx is not None else cand_idx, row_info, ws["row_f"],
                         seg_before, cutoff, **plan[f"threshold_{again}_{stage}"])
     if wide:
-        grid_seg = (batch, cfg.nseg)
         row_f, part_i, part_f, miss = ws["row_f"], ws["part_i"], ws["part_f"], ws["miss"]
         arrive = ws["arrive"]
         # after the band: programs for the rows it missed only (``widelist``), or one per row
@@ -934,9 +946,11 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                 bin_counts = torch.zeros((batch, cfg.hist_bins), dtype=torch.int32,
                                          device=x.device)
                 arrivals = bin_counts
-            launch_site((site, "hist_count"), hist_band_count_kernel, grid_seg,
-                        x, row_info, row_f, vocab, stride_x, cfg.seg_len, limit, bin_counts,
-                        arrivals, **plan["hist_count"])
+            # (each segment over ``hist_split`` programs: integer counts, the same band)
+            launch_site((site, "hist_count"), hist_band_count_kernel,
+                        (batch, cfg.nseg * cfg.hist_split),
+                        x, row_info, row_f, vocab, stride_x, cfg.seg_len // cfg.hist_split,
+                        limit, bin_counts, arrivals, **plan["hist_count"])
             if not cfg.hist_one_launch:
                 launch_site((site, "hist_merge"), hist_band_merge_kernel, (batch,),
                             row_info, row_f, bin_counts, vocab, limit, **plan["hist_merge"])
