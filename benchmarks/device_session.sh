@@ -1151,7 +1151,12 @@ if [[ $stage == s39a ]]; then  # thirty-ninth session, call 1 (~450 s cold): the
   pack_cache
 fi
 if [[ $stage == s39d ]]; then  # one call (~540 s cold) when device time is short: the eager graphs' GPU tests, then masks / top_k at B = 8, 64, 256 at the defaults and with the opt-ins on, on the same card
-  gpu_tests s39d "${TESTS_S:-240}" tests/test_eager_graph.py
+  gpu_tests s39d "${TESTS_S:-240}" \
+    tests/test_eager_graph.py::test_gpu_masks_by_address_equal_the_plain_path \
+    tests/test_eager_graph.py::test_gpu_top_k_graphs_by_address_equal_the_plain_path \
+    tests/test_eager_graph.py::test_gpu_eager_graphs_equal_the_plain_path \
+    tests/test_eager_graph.py::test_gpu_sampler_graphs_equal_the_plain_path \
+    tests/test_eager_graph.py::test_gpu_the_capture_records_what_the_warm_up_ran
   for opt in 0 1; do
     QRITA_EAGER_GRAPHS_IN_PLACE=$opt QRITA_EAGER_GRAPHS_ADDRESS_ROWS=$((opt * 256)) \
       timeout "${BENCH_S:-140}" python3 benchmarks/bench.py --out "$OUT/ab_$opt" --ops masks,top_k \
