@@ -77,6 +77,7 @@ def stand_in(monkeypatch):
     monkeypatch.setattr(eager_graph, "usable_by_address", _stand_in_by_address)
     monkeypatch.setattr(eager_graph, "_CAPTURE", _StandInCapture)
     monkeypatch.setattr(eager_graph, "SAMPLE", True)
+    monkeypatch.setattr(eager_graph, "MASK_ADDRESS", True)
     monkeypatch.setattr(_StandInCapture, "captures", [])
     eager_graph.clear()
     yield _StandInCapture.captures
@@ -674,6 +675,7 @@ def test_gpu_masks_by_address_equal_the_plain_path(monkeypatch, dtype, in_place)
     the plain path's masks bit for bit (top-k, top-p, both, per-row k / p tensors), masked once."""
     monkeypatch.setattr(eager_graph, "ENABLED", True)
     monkeypatch.setattr(eager_graph, "ADDRESS_ROWS", 256)
+    monkeypatch.setattr(eager_graph, "MASK_ADDRESS", True)
     eager_graph.clear()
     rng = np.random.default_rng(19)
     V = 131072

@@ -8,23 +8,28 @@ With this option, a call at a small batch that is not itself being captured copi
 into static buffers, replays a graph of the same launches captured on them at the key's second
 call (its first runs the launches as they are), and returns a copy of the static output: three
 host operations instead of 13 launches, and the same kernels, so the same answer bit for bit.
-Three forms written in the thirty-eighth session are opt-in until a GPU times and tests them
-(no device was lent then; their CPU tests use a stand-in graph):
+Forms measured on an H100 in the thirty-ninth session (BENCHMARKS.md), on by default:
 
-- ``QRITA_EAGER_GRAPHS_IN_PLACE=1``: the mask's graph masks its static copy of the logits in
-  place (the kernels' ``inplace`` path), so it keeps one (B, V) buffer, not an input and an
-  output, and the limit is 4 MiB (fp32 B = 8 at V = 131072).
+- the mask's graph masks its static copy of the logits in place (the kernels' ``inplace``
+  path), so it keeps one (B, V) buffer, not an input and an output, and the limit is 4 MiB
+  (fp32 B = 8 at V = 131072: topp0.9 214 -> 90 us eager); ``QRITA_EAGER_GRAPHS_IN_PLACE=0``
+  keeps an input and an output, with a 2 MiB limit;
+- ``top_k`` above the one-launch kernel's batches, up to ``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``
+  (256) rows, reads its logits by address: no static copy (its output is small, its input is
+  not), the address is part of the key and the graph keeps no reference to the tensor
+  (``cached_call``'s ``by_address``; B = 64, k = 50: fp32 110 -> 69 us, bf16 110 -> 63).
+
+Opt-in:
+
 - ``QRITA_EAGER_GRAPHS_SAMPLE=1``: ``sample`` takes graphs too, with its seed and offset as
-  device values (``sampling_ops._device_counters``), so a new seed or offset is not a new key.
-- ``QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256``: ``top_k`` above the one-launch kernel's batches, up
-  to that many rows, reads its logits by address: no static copy (its output is small, its
-  input is not), the address is part of the key and the graph keeps no reference to the tensor
-  (``cached_call``'s ``by_address``). Masks too (thirty-ninth session), where the static
-  graphs do not apply (above their rows or bytes, or in place): in place, the graph masks the
-  caller's logits where they are; out of place, it reads the logits and writes the call's own
-  fresh output where they are (both addresses in the key; torch's allocator hands a loop that
-  drops its last mask the same address back). No static buffers, no copies; the capturing
-  call returns its warm-up's result (``writes``).
+  device values (``sampling_ops._device_counters``), so a new seed or offset is not a new key;
+  above the static graphs' batches, by address. Not yet timed on a GPU.
+- ``QRITA_EAGER_GRAPHS_MASK_ADDRESS=1``: masks by address, where the static graphs do not apply
+  (above their rows or bytes, or in place): in place, the graph masks the caller's logits where
+  they are; out of place, it reads the logits and writes the call's own fresh output where
+  they are (both addresses in the key). No static buffers, no copies; the capturing call
+  returns its warm-up's result (``writes``). Its GPU tests pass, but the bench's eager masks at
+  B = 64 were slower with it (fp32 topk50 78 -> 432 us, topp0.9 218 -> 243), not yet explained.
 
 A family of keys (operation, device, the first tensor's dtype and shape) stops capturing after
 :data:`CAPTURES_PER_FAMILY` captures (its kept graphs still replay): calls that cycle through
@@ -58,25 +63,28 @@ from typing import Any
 import torch
 import triton
 
-__all__ = ["ENABLED", "MAX_ROWS", "IN_PLACE", "MAX_BYTES", "SAMPLE", "ADDRESS_ROWS", "MAX_GRAPHS",
-           "cached_call", "capturing", "clear", "usable", "usable_by_address"]
+__all__ = ["ENABLED", "MAX_ROWS", "IN_PLACE", "MAX_BYTES", "SAMPLE", "ADDRESS_ROWS", "MASK_ADDRESS",
+           "MAX_GRAPHS", "cached_call", "capturing", "clear", "usable", "usable_by_address",
+           "usable_mask_by_address"]
 
 #: whether eager calls take the graphs (unless ``QRITA_EAGER_GRAPHS=0``, read at import)
 ENABLED = os.environ.get("QRITA_EAGER_GRAPHS", "1") == "1"
 #: batches of at most this many rows take them (``QRITA_EAGER_GRAPHS_ROWS``)
 MAX_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ROWS", "8"))
 #: whether a mask's graph masks its static copy of the logits in place: one (B, V) buffer
-#: instead of an input and an output (``QRITA_EAGER_GRAPHS_IN_PLACE=1``; off until timed and
-#: tested on a GPU: written in the thirty-eighth session, when no device was lent)
-IN_PLACE = os.environ.get("QRITA_EAGER_GRAPHS_IN_PLACE", "0") == "1"
+#: instead of an input and an output (unless ``QRITA_EAGER_GRAPHS_IN_PLACE=0``)
+IN_PLACE = os.environ.get("QRITA_EAGER_GRAPHS_IN_PLACE", "1") == "1"
 #: and of at most this many bytes (``QRITA_EAGER_GRAPHS_BYTES``; 4 MiB with ``IN_PLACE``)
 MAX_BYTES = int(os.environ.get("QRITA_EAGER_GRAPHS_BYTES", str((4 if IN_PLACE else 2) << 20)))
 #: whether ``sample`` takes graphs (``QRITA_EAGER_GRAPHS_SAMPLE=1``; off until timed on a GPU)
 SAMPLE = os.environ.get("QRITA_EAGER_GRAPHS_SAMPLE", "0") == "1"
 #: batches of at most this many rows take graphs that read their logits by address, with no
-#: static copy (``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``, e.g. 256; ``top_k``; 0, off, until timed
-#: on a GPU)
-ADDRESS_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ADDRESS_ROWS", "0"))
+#: static copy (``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``; ``top_k``, and with their own opt-ins
+#: masks and ``sample``; 0: off)
+ADDRESS_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ADDRESS_ROWS", "256"))
+#: whether masks take graphs by address (``QRITA_EAGER_GRAPHS_MASK_ADDRESS=1``; opt-in: slower
+#: in the thirty-ninth session's bench, not yet explained)
+MASK_ADDRESS = os.environ.get("QRITA_EAGER_GRAPHS_MASK_ADDRESS", "0") == "1"
 #: graphs kept (``QRITA_EAGER_GRAPHS_MAX``)
 MAX_GRAPHS = int(os.environ.get("QRITA_EAGER_GRAPHS_MAX", "8"))
 #: captures per family of keys before it stops capturing
@@ -140,6 +148,11 @@ def usable_by_address(x: torch.Tensor) -> bool:
     on, a CUDA tensor, at most :data:`ADDRESS_ROWS` rows, and not :func:`capturing`."""
     return (ENABLED and x.is_cuda and 0 < x.shape[0] <= ADDRESS_ROWS
             and not capturing(x.device))
+
+
+def usable_mask_by_address(x: torch.Tensor) -> bool:
+    """:func:`usable_by_address`, for a mask: with :data:`MASK_ADDRESS` on."""
+    return MASK_ADDRESS and usable_by_address(x)
 
 
 def _describe(v: Any) -> Any:

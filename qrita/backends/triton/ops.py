@@ -88,8 +88,8 @@ def top_k_top_p_mask(
     batch = src.shape[0]
     chunk = chunk_rows(batch)
     if (stats is None and chunk >= batch and (out is src or not inplace)
-            and eager_graph.usable_by_address(src)):
-        # QRITA_EAGER_GRAPHS_ADDRESS_ROWS (opt-in): the same launches, replayed from a graph
+            and eager_graph.usable_mask_by_address(src)):
+        # QRITA_EAGER_GRAPHS_MASK_ADDRESS (opt-in): the same launches, replayed from a graph
         # that reads the logits and writes the mask where they are (their addresses in its key)
         if out is src:
             return eager_graph.cached_call("mask in place", _mask_launches_in_place,
@@ -177,7 +177,7 @@ def top_k(x: torch.Tensor, k: int, *, mode: str = "largest", sorted: bool = True
         batch = src.shape[0]
         chunk = chunk_rows(batch)
         if chunk >= batch and src is x and eager_graph.usable_by_address(src):
-            # QRITA_EAGER_GRAPHS_ADDRESS_ROWS (opt-in): the same launches, replayed from a graph
+            # QRITA_EAGER_GRAPHS_ADDRESS_ROWS: the same launches, replayed from a graph
             # qrita captured, reading x where it is (its address is part of the key)
             return eager_graph.cached_call("top_k", _top_k_launches, (src, k, smallest, sorted),
                                            by_address=(0,))
