@@ -42,11 +42,11 @@ The graphs are keyed by everything the launches depend on: the operation, the de
 dtypes and strides, scalar k / p / fill values (a per-row tensor's dtype and shape; its values
 are copied in), the current stream, and the launch table (``QRITA_LAUNCH_TABLE``) and one-launch
 switch (``QRITA_ONE_LAUNCH``). A call takes a graph when its logits are at most
-``QRITA_EAGER_GRAPHS_ROWS`` (8) rows of at most ``QRITA_EAGER_GRAPHS_BYTES`` (2 MiB) in all:
-a graph holds its static input and output (the logits' size each) and the call's scratch, so a
-capturing call's extra memory stays within issue 3's 8 MiB for B <= 8 (e.g. B = 8, V = 131072:
-bf16 yes, fp32 no; B = 1 up to V = 524288 in fp32). At most ``QRITA_EAGER_GRAPHS_MAX`` (8)
-graphs are kept, least recently used first out: at most 8 x (2 x 2 MiB + scratch) in all. A
+``QRITA_EAGER_GRAPHS_ROWS`` (8) rows of at most ``QRITA_EAGER_GRAPHS_BYTES`` (4 MiB with the
+in-place graphs, 2 MiB without) in all: a graph holds its static logits (and without
+``IN_PLACE`` a static output of the same size) and the call's scratch, so a capturing call's
+extra memory stays within issue 3's 8 MiB for B <= 8 (B = 8, V = 131072 in fp32). At most
+``QRITA_EAGER_GRAPHS_MAX`` (8) graphs are kept, least recently used first out. A
 capture neither synchronises nor empties torch's allocator cache (no
 ``torch.cuda.graph`` context: ``capture_begin`` / ``capture_end`` on a side stream, errors
 thread-local). Calls from several threads are serialised around the copies and the replay.
