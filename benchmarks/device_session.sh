@@ -1170,7 +1170,9 @@ if [[ $stage == s39c ]]; then  # call 2 (~480 s warm): masks / top_k at B = 1, 8
   QRITA_EAGER_GRAPHS_IN_PLACE=1 QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256 \
     bench_zipf s39c "${BENCH_S:-480}" "${BATCHES:-1,8,64,256}" | tail -32
 fi
-if [[ $stage == s39b ]]; then  # call 2 (~530 s warm): the sampler at B = 1, 8, 64 without and with its eager graphs (QRITA_EAGER_GRAPHS_SAMPLE=1, by address above 8 rows), host time per call with the opt-ins, the adapters' cost (issue 5), B = 1 / 8 top-p profiles at the default and with the count histogram split (histsplit=4x0), bf16 against fp32 at B = 1024
+if [[ $stage == s39b ]]; then  # call 2 (~560 s warm): the masks-by-address probe (the kept-reference fix), then the sampler at B = 1, 8, 64 without and with its eager graphs (QRITA_EAGER_GRAPHS_SAMPLE=1, by address above 8 rows), host time per call with the opt-ins, the adapters' cost (issue 5), B = 1 / 8 top-p profiles at the default and with the count histogram split (histsplit=4x0), bf16 against fp32 at B = 1024
+  QRITA_EAGER_GRAPHS_MASK_ADDRESS=1 timeout 60 python3 benchmarks/address_probe.py 2>&1 \
+    | grep -v Warn | tee "$OUT/address_probe.txt" | tail -12
   for sample_graphs in 0 1; do
     QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs QRITA_EAGER_GRAPHS_ADDRESS_ROWS=$((sample_graphs * 256)) \
       timeout "${SAMPLE_S:-100}" python3 benchmarks/bench.py \
