@@ -111,9 +111,7 @@ def top_k_top_p_mask(
 
 def _mask_launches(src: torch.Tensor, k, p, fill: float) -> torch.Tensor:
     """A fresh (B, V) mask of ``src`` (one chunk)."""
-    out = torch.empty(src.shape, dtype=src.dtype, device=src.device)
-    launch_mask(src, out, k, p, fill)
-    return out
+    return _mask_into(src, _new_output(src), k, p, fill)
 
 
 def _new_output(src: torch.Tensor) -> torch.Tensor:

@@ -749,7 +749,8 @@ def sample(
     logprobs : torch.Tensor (B,) float32 (float64 for float64 logits), with ``return_logprob``
     """
     x = _check_logits(logits)
-    if eager_graph.SAMPLE and (eager_graph.usable(x) or eager_graph.usable_by_address(x)):
+    static = eager_graph.SAMPLE and eager_graph.usable(x)
+    if static or (eager_graph.SAMPLE and eager_graph.usable_by_address(x)):
         # QRITA_EAGER_GRAPHS_SAMPLE=1: the same launches, replayed from a graph qrita captured; the
         # seed and offset go in as device values, so a new seed or offset is not a new key; above
         # the static graphs' batches (QRITA_EAGER_GRAPHS_ADDRESS_ROWS) the logits by address
@@ -757,7 +758,7 @@ def sample(
         return eager_graph.cached_call("sample", _sample_launches,
                                        (x, k, p, min_p, temperature, seeds, offsets,
                                         return_logprob),
-                                       by_address=() if eager_graph.usable(x) else (0,))
+                                       by_address=() if static else (0,))
     return _sample_launches(x, k, p, min_p, temperature, seed, offset, return_logprob)
 
 
