@@ -1163,6 +1163,22 @@ if [[ $stage == s40a ]]; then  # call 1 (~560 s cold): the masks-by-address prob
     echo "bench mask-address=$opt exit $?"; tail -c 2600 "$OUT/bench_ab_$opt.log"
   done
 fi
+if [[ $stage == s40b ]]; then  # call 2 (~550 s warm): s39b without the probe (s40a ran it): the sampler with and without its graphs, host time, the adapters, the B = 1 / 8 top-p profiles with histsplit=4x0, bf16 against fp32 at B = 1024
+  for sample_graphs in 0 1; do
+    QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs \
+      timeout "${SAMPLE_S:-90}" python3 benchmarks/bench.py \
+      --out "$OUT/sample_$sample_graphs" --ops sample --vocab 131072 --dtypes float32,bfloat16 \
+      --batch "${BATCHES:-1,8,64}" --peers torch_sort --graphs --warmup 5 --rep 25 --check-rows 4 \
+      --no-progress > "$OUT/bench_sample_$sample_graphs.log" 2>&1
+    echo "sample bench graphs=$sample_graphs exit $?"; tail -c 2000 "$OUT/bench_sample_$sample_graphs.log"
+  done
+  QRITA_EAGER_GRAPHS_SAMPLE=1 timeout 45 python3 benchmarks/host_overhead.py --out "$OUT/host_1" --rows 12 \
+    --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9,public sample k100 p0.9" 2>&1 | grep 'B=1'
+  timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
+    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -25
+  PROF_BATCH=1,8 KNOB_S="${PROF_S:-60}" prof_tables small_ topp0.9 zipf default histsplit=4x0
+  PROF_BATCH=1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-90}" prof big topk50,topp0.9 zipf
+fi
 if [[ $stage == s39d ]]; then  # one call (~540 s cold) when device time is short: the eager graphs' GPU tests, then masks / top_k at B = 8, 64, 256 at the defaults and with the opt-ins on, on the same card
   gpu_tests s39d "${TESTS_S:-240}" \
     tests/test_eager_graph.py::test_gpu_masks_by_address_equal_the_plain_path \
