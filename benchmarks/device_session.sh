@@ -1181,7 +1181,7 @@ if [[ $stage == s40b ]]; then  # call 2 (~550 s warm): s39b without the probe (s
 fi
 if [[ $stage == s40c ]]; then  # (~250 s warm) issue 4 at B = 64 / 256: top-k alone's pass A is latency-bound there (64 one-warp tiles per program); its tiles in flight and tile size, fp32 and bf16 (no float sums in top-k's pass A: neither changes an answer)
   PROF_BATCH=64,256 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-50}" \
-    prof_tables mid_ topk50,k50 zipf default ahead=2x1 ahead=4x1 cand=256x1 cand=512x2
+    prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1 ahead=2x1
 fi
 if [[ $stage == s39d ]]; then  # one call (~540 s cold) when device time is short: the eager graphs' GPU tests, then masks / top_k at B = 8, 64, 256 at the defaults and with the opt-ins on, on the same card
   gpu_tests s39d "${TESTS_S:-240}" \

@@ -440,6 +440,61 @@ def test_small_batch_pass_a_tile_gives_the_same_masks(monkeypatch):
     assert any(b[2] == small_block for b in blocks) and any(b[2] != small_block for b in blocks)
 
 
+def test_mid_batch_pass_a_tile_gives_the_same_masks(monkeypatch):
+    """``candmid``: top-k alone (and top-k + top-p with a scalar k, with ``cand_small_kp``) at
+    SMALL_BATCH_ROWS < B <= ``cand_mid_rows`` runs pass A with its own (tile, warps): the masks
+    and top_k's selections are the oracle's, a row's top-k + top-p mask is bit for bit the same
+    in a batch that takes the mid tile as alone; smaller and larger batches, per-row k with
+    top-p and top-p alone keep their usual pass A."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.reference import oracle
+
+    table = launch_module.pipeline_config
+    V = 1001
+    usual = table(V, torch.float32)
+    mid_block = usual.block_cand // 4
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), block_cand_mid=mid_block,
+                                                 warps_cand_mid=2, cand_mid_rows=4,
+                                                 cand_small_kp=True))
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")
+    monkeypatch.setattr(launch_module, "SMALL_BATCH_ROWS", 1)
+    launches = _site_launches(monkeypatch, launch_module.candidates_kernel)
+    rng = np.random.default_rng(53)
+    families = dict(generators._family_batches(V, rng))
+    x = np.concatenate([families[name][:1] for name in
+                        ("zipf", "posinf", "inf_nan_mix", "tied_boundary", "grammar", "nan")])
+    usual_kw = (usual.block_cand, usual.warps_cand or usual.warps_stream)
+
+    def tiles():
+        return {(grid[0], kw["HAS_P"], kw["K_ARRAY"]): (kw["BLOCK"], kw["num_warps"])
+                for _, grid, kw in launches}
+
+    for rows in (3, 4, 6):  # mid, mid, above cand_mid_rows
+        for k in (1, 50, V - 1):
+            run_and_check(x[:rows], "float32", k, None)
+        values, indices = ops.top_k(_to_device(x[:rows], "float32"), 20)
+        want = oracle.top_k(x[:rows], 20)
+        np.testing.assert_array_equal(_host(indices), want.indices)
+        np.testing.assert_array_equal(_host(values), want.values)
+    seen = tiles()
+    assert seen[(3, False, False)] == seen[(4, False, False)] == (mid_block, 2), seen
+    assert seen[(6, False, False)] == usual_kw, seen
+    for k, p in [(7, 0.9), (1, 1 - 1e-7)]:
+        launches.clear()
+        whole = run_and_check(x[:3], "float32", k, p)  # the mid tile
+        assert tiles() == {(3, True, False): (mid_block, 2)}, tiles()
+        for row in range(3):
+            alone = run_and_check(x[row:row + 1], "float32", k, p)  # B = 1: the usual tile
+            assert torch.equal(alone[0].view(torch.int32), whole[row].view(torch.int32)), (k, p, row)
+    launches.clear()
+    run_and_check(x[:3], "float32", np.full(3, 7, dtype=np.int64), 0.9)  # per-row k + top-p
+    run_and_check(x[:3], "float32", None, 0.9)  # top-p alone
+    assert set(tiles().values()) == {usual_kw}, tiles()
+
+
 def test_small_batch_pass_a_whole_segment_tile(monkeypatch):
     """``candsmall``'s tile may exceed ``block``, up to the whole segment, and append its
     candidates by prefix sums only (``sparsesmall=0x0``); the search and the cutoff kernel may

@@ -111,7 +111,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     candidates of a tile one by one, as elsewhere (default 0: prefix sums only); the tile may
     exceed ``block``, up to the segment; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
     search's dense stage and the cutoff kernel at those batches, top-k alone (default 0x8 /
-    0x0; ``searchb=0x0``: the usual warps)), pass A's one-by-one append limit (``sparse=Nx0``;
+    0x0; ``searchb=0x0``: the usual warps)), the same tile for those calls at SMALL_BATCH_ROWS <
+    B <= N (``candmid=TxW``, ``midrows=Nx0``; default off, N 256), pass A's one-by-one append limit (``sparse=Nx0``;
     ``sparselarge=Nx0`` for calls with the top-k retry), the one-launch kernels' pass A tile and
     append limit (``candone=TILEx0``, default 2048, up to the segment; ``sparseone=Nx0``,
     default 0: prefix sums only), the small-k search's slots per row (``capsmall=2048x0``;
@@ -280,6 +281,13 @@ class PipelineConfig:
     # ``candsmall`` also for top-k + top-p with a scalar k in (0, V) (every row has top-k on, so
     # pass A sums no masses there either; only +inf counts): on for the GPU (measured)
     cand_small_kp: bool = False
+    # top-k alone (and, with ``cand_small_kp``, top-k + top-p with a scalar k: no float sums in
+    # pass A) at batches above SMALL_BATCH_ROWS and of at most ``cand_mid_rows`` rows: pass A's
+    # (tile, warps) (``candmid``; 0: the usual ones). There one-warp programs of 128-entry
+    # tiles hold too few loads in flight (latency-bound), and only speed depends on the tile
+    block_cand_mid: int = 0
+    warps_cand_mid: int = 0
+    cand_mid_rows: int = 0
 
     def __post_init__(self):
         # hashed once: the per-call caches (_plan, small_k_search, ...) key on the config, and
@@ -354,6 +362,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         warps_search_small_batch = warps_cutoff_small_batch = 0
         cap_small = 128  # half the slots: CI runs the small-k search's own capacity
         cand_small_kp = False
+        block_cand_mid, warps_cand_mid = _table_override("candmid", (0, 0))
+        cand_mid_rows = _table_override("midrows", (256, 0))[0]
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -609,6 +619,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # V = 131072 fp32 zipf topk100_topp0.9, graph replay, us: B = 1 55.8 -> 42.7, B = 8
         # 58.4 -> 43.9 (BENCHMARKS.md twenty-second session)
         cand_small_kp = _table_override("candsmallkp", (1, 0))[0] == 1
+        # ``candmid=TxW`` / ``midrows=Nx0``: pass A's (tile, warps) for top-k alone at
+        # SMALL_BATCH_ROWS < B <= N (default 256). H200, eighth session's sweep (pass A µs,
+        # V = 131072 zipf topk50, B = 64): fp32 128 x 1 34.1, 256 x 1 22.7; bf16 22.0 -> 17.7;
+        # at B = 1024 128 x 1 is the fastest (the default). Off until timed at B = 64 / 256
+        # (``device_session.sh s40c``)
+        block_cand_mid, warps_cand_mid = _table_override("candmid", (0, 0))
+        cand_mid_rows = _table_override("midrows", (256, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     # ``bandregs=Rx0``: at most R registers per thread in the band kernel (sm90 at 4 warps: 142,
     # so 3 programs per SM at B = 1024; 128 fits 4). Register allocation changes no result.
@@ -691,7 +708,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           warps_cutoff_small_batch=warps_cutoff_small_batch,
                           warps_cand_small=warps_cand_small,
                           cap_small=min(cap_small, cap) if cap_small > 0 else 0,
-                          cand_small_kp=cand_small_kp)
+                          cand_small_kp=cand_small_kp,
+                          block_cand_mid=_tile_in_segment(block_cand_mid, seg_len),
+                          warps_cand_mid=warps_cand_mid, cand_mid_rows=cand_mid_rows)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -752,7 +771,8 @@ def _tile_in_segment(tile: int, seg_len: int) -> int:
 def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array: bool,
           smallest: bool, select: bool, wide: bool, retry: bool,
           small: bool = False, small_batch: bool = False,
-          listed: bool = False, ahead: tuple[int, int] = (1, 1)) -> dict[str, dict]:
+          listed: bool = False, ahead: tuple[int, int] = (1, 1),
+          mid_batch: bool = False) -> dict[str, dict]:
     """The constexpr / launch-option keyword arguments of each launch of one call, built once
     per (config, argument kinds): every call runs this host code, so it is kept out of it."""
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
@@ -765,6 +785,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         sparse_cand = sparse_cand if cfg.sparse_small < 0 else cfg.sparse_small
         if not has_p:  # (with top-p, float sums' order may follow the warps: batch invariance)
             warps_cutoff = cfg.warps_cutoff_small_batch or warps_cutoff
+    elif mid_batch:
+        block_cand, warps_cand = cfg.block_cand_mid, cfg.warps_cand_mid
     seg = dict(CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2)
     dense, warps_search = (cfg.dense_small, cfg.warps_small) if small else (cfg.dense,
                                                                            cfg.warps_search)
@@ -881,6 +903,10 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     small_batch = ((p is None or (cfg.cand_small_kp and k_every_row))
                    and batch <= SMALL_BATCH_ROWS and cfg.block_cand_small > 0
                    and cfg.warps_cand_small > 0)
+    # ``candmid`` (when set): the same calls at SMALL_BATCH_ROWS < B <= ``cand_mid_rows``
+    mid_batch = ((p is None or (cfg.cand_small_kp and k_every_row))
+                 and SMALL_BATCH_ROWS < batch <= cfg.cand_mid_rows and cfg.block_cand_mid > 0
+                 and cfg.warps_cand_mid > 0)
     # the launches after the wide band over a list of the rows it missed, at batches larger
     # than the list's programs (``wide_list``); smaller batches keep one program per row
     listed = wide and 0 < cfg.wide_list < batch
@@ -888,7 +914,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # ``aheadsmall`` at batches of at most SMALL_BATCH_ROWS): no sum depends on them
     ahead = cfg.ahead_small if batch <= SMALL_BATCH_ROWS else cfg.ahead
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                 retry, small, small_batch, listed, ahead)
+                 retry, small, small_batch, listed, ahead, mid_batch)
     k_ptr = k if k_array else seg_i
     p_ptr = p if p_array else seg_f
     k_scalar = 0 if (k is None or k_array) else int(k)
@@ -899,7 +925,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # config and the argument kinds give the constexprs and options, the tokens the runtime
     # arguments' (the workspace parts' alignment depends on B)
     site = _site_id((cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                     retry, small, small_batch, listed, ahead,
+                     retry, small, small_batch, listed, ahead, mid_batch,
                      *map(_SPEC, (x, k_ptr, p_ptr, vocab, stride_x, k_scalar)),
                      _SPEC(out.stride(0)) if out is not None else None,
                      *map(_SPEC, (out, sel_val, sel_idx, *ws.values())),
