@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39b|s39c|s39d|s40a|s40b|s40c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39b|s39c|s39d|s40a|s40b|s40c|s40d]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1182,6 +1182,20 @@ fi
 if [[ $stage == s40c ]]; then  # (~250 s warm) issue 4 at B = 64 / 256: top-k alone's pass A is latency-bound there (64 one-warp tiles per program); its tiles in flight and tile size, fp32 and bf16 (no float sums in top-k's pass A: neither changes an answer)
   PROF_BATCH=64,256 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-50}" \
     prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1 ahead=2x1
+fi
+if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the masks-by-address probe, s40c's pass A tiles at B = 64 / 256, then s40a's A/B bench (masks by address off / on)
+  QRITA_EAGER_GRAPHS_MASK_ADDRESS=1 timeout 45 python3 benchmarks/address_probe.py 2>&1 \
+    | grep -v Warn | tee "$OUT/address_probe.txt" | tail -12
+  PROF_BATCH=64,256 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-45}" \
+    prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1
+  for opt in 0 1; do
+    QRITA_EAGER_GRAPHS_MASK_ADDRESS=$opt \
+      timeout "${BENCH_S:-90}" python3 benchmarks/bench.py --out "$OUT/ab_$opt" --ops masks,top_k \
+      --vocab 131072 --dtypes float32,bfloat16 --batch "${BATCHES:-64,256}" --workloads zipf \
+      --scenarios topk50,topp0.9,k50 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
+      > "$OUT/bench_ab_$opt.log" 2>&1
+    echo "bench mask-address=$opt exit $?"; tail -c 2600 "$OUT/bench_ab_$opt.log"
+  done
 fi
 if [[ $stage == s39d ]]; then  # one call (~540 s cold) when device time is short: the eager graphs' GPU tests, then masks / top_k at B = 8, 64, 256 at the defaults and with the opt-ins on, on the same card
   gpu_tests s39d "${TESTS_S:-240}" \
