@@ -17,21 +17,22 @@ Forms measured on an H100 in the thirty-ninth session (BENCHMARKS.md), on by def
 - ``top_k`` above the one-launch kernel's batches, up to ``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``
   (256) rows, reads its logits by address: no static copy (its output is small, its input is
   not), the address is part of the key and the graph keeps no reference to the tensor
-  (``cached_call``'s ``by_address``; B = 64, k = 50: fp32 110 -> 69 us, bf16 110 -> 63).
+  (``cached_call``'s ``by_address``; B = 64, k = 50: fp32 110 -> 69 us, bf16 110 -> 63);
+- masks by address (``QRITA_EAGER_GRAPHS_MASK_ADDRESS``, ``0`` turns them off), where the
+  static graphs do not apply (above their rows or bytes, or in place), up to ``ADDRESS_ROWS``
+  rows: in place, the graph masks the caller's logits where they are; out of place, it reads
+  the logits and writes the call's own fresh output where they are (both addresses in the
+  key). No static buffers, no copies; the capturing call returns its warm-up's result
+  (``writes``), and the entry keeps no reference to the tensors (else the caller's next output
+  comes at another address: a new key each call, as in the thirty-ninth session's first
+  form). H100, zipf, V = 131072, eager us (fortieth session): B = 64 fp32 topk50 72.7 -> 66.8,
+  topp0.9 209.2 -> 179.4, bf16 topk50 72.4 -> 56.3, topp0.9 210.7 -> 158.6; B = 256 3-5% less.
 
 Opt-in:
 
 - ``QRITA_EAGER_GRAPHS_SAMPLE=1``: ``sample`` takes graphs too, with its seed and offset as
   device values (``sampling_ops._device_counters``), so a new seed or offset is not a new key;
   above the static graphs' batches, by address. Not yet timed on a GPU.
-- ``QRITA_EAGER_GRAPHS_MASK_ADDRESS=1``: masks by address, where the static graphs do not apply
-  (above their rows or bytes, or in place): in place, the graph masks the caller's logits where
-  they are; out of place, it reads the logits and writes the call's own fresh output where
-  they are (both addresses in the key). No static buffers, no copies; the capturing call
-  returns its warm-up's result (``writes``). Its GPU tests pass, but the bench's eager masks at
-  B = 64 were slower with it (fp32 topk50 78 -> 432 us, topp0.9 218 -> 243): the entry kept a
-  reference to the tensor the capture call wrote, so the caller's next output came at another
-  address (a new key, a capture every other call). Fixed since, not yet timed.
 
 A family of keys (operation, device, the first tensor's dtype and shape) stops capturing after
 :data:`CAPTURES_PER_FAMILY` captures (its kept graphs still replay): calls that cycle through
@@ -84,9 +85,9 @@ SAMPLE = os.environ.get("QRITA_EAGER_GRAPHS_SAMPLE", "0") == "1"
 #: static copy (``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``; ``top_k``, and with their own opt-ins
 #: masks and ``sample``; 0: off)
 ADDRESS_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ADDRESS_ROWS", "256"))
-#: whether masks take graphs by address (``QRITA_EAGER_GRAPHS_MASK_ADDRESS=1``; opt-in: slower
-#: in the thirty-ninth session's bench, for a cause fixed since, not yet timed)
-MASK_ADDRESS = os.environ.get("QRITA_EAGER_GRAPHS_MASK_ADDRESS", "0") == "1"
+#: whether masks take graphs by address (``QRITA_EAGER_GRAPHS_MASK_ADDRESS``, default on since
+#: the fortieth session's bench; ``0`` turns it off)
+MASK_ADDRESS = os.environ.get("QRITA_EAGER_GRAPHS_MASK_ADDRESS", "1") == "1"
 #: graphs kept (``QRITA_EAGER_GRAPHS_MAX``)
 MAX_GRAPHS = int(os.environ.get("QRITA_EAGER_GRAPHS_MAX", "8"))
 #: captures per family of keys before it stops capturing

@@ -89,7 +89,7 @@ def top_k_top_p_mask(
     chunk = chunk_rows(batch)
     if (stats is None and chunk >= batch and (out is src or not inplace)
             and eager_graph.usable_mask_by_address(src)):
-        # QRITA_EAGER_GRAPHS_MASK_ADDRESS (opt-in): the same launches, replayed from a graph
+        # QRITA_EAGER_GRAPHS_MASK_ADDRESS (default on): the same launches, replayed from a graph
         # that reads the logits and writes the mask where they are (their addresses in its key)
         if out is src:
             return eager_graph.cached_call("mask in place", _mask_launches_in_place,
