@@ -1197,9 +1197,9 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
     echo "bench mask-address=$opt exit $?"; tail -c 2600 "$OUT/bench_ab_$opt.log"
   done
 fi
-if [[ $stage == s40e ]]; then  # (~500 s, with the carried Triton cache) at the new defaults (masks by address, candmid=256x1 up to 64 rows): their GPU tests, the bench at B = 16-128, midrows=128 at B = 128, then the sampler without / with its graphs
+if [[ $stage == s40e ]]; then  # (~500 s, with the carried Triton cache) at the new defaults (masks by address, candmid=256x1 up to 64 rows): their GPU tests, the bench at B = 16-128, the sampler without / with its graphs, then midrows=128 at B = 128
   m=tests/test_triton_masks.py; e=tests/test_eager_graph.py
-  gpu_tests s40e "${TESTS_S:-170}" $e::test_gpu_masks_by_address_equal_the_plain_path \
+  gpu_tests s40e "${TESTS_S:-150}" $e::test_gpu_masks_by_address_equal_the_plain_path \
     $e::test_gpu_the_capture_records_what_the_warm_up_ran $e::test_gpu_sampler_graphs_equal_the_plain_path \
     "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[64]" \
     "$m::test_gpu_batches[zipf-64]" "$m::test_gpu_batches[gaussian-64]" $m::test_gpu_deterministic_and_batch_invariant
@@ -1208,8 +1208,6 @@ if [[ $stage == s40e ]]; then  # (~500 s, with the carried Triton cache) at the 
     --scenarios topk50,topp0.9,k50 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
     > "$OUT/bench_defaults.log" 2>&1
   echo "bench defaults exit $?"; tail -c 3000 "$OUT/bench_defaults.log"
-  PROF_BATCH=128 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-40}" \
-    prof_tables b128_ topk50,k50 zipf default midrows=128x0
   for sample_graphs in 0 1; do
     QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs \
       timeout "${SAMPLE_S:-70}" python3 benchmarks/bench.py \
@@ -1218,6 +1216,8 @@ if [[ $stage == s40e ]]; then  # (~500 s, with the carried Triton cache) at the 
       --no-progress > "$OUT/bench_sample_$sample_graphs.log" 2>&1
     echo "sample bench graphs=$sample_graphs exit $?"; tail -c 1800 "$OUT/bench_sample_$sample_graphs.log"
   done
+  PROF_BATCH=128 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-40}" \
+    prof_tables b128_ topk50,k50 zipf default midrows=128x0
 fi
 if [[ $stage == s39d ]]; then  # one call (~540 s cold) when device time is short: the eager graphs' GPU tests, then masks / top_k at B = 8, 64, 256 at the defaults and with the opt-ins on, on the same card
   gpu_tests s39d "${TESTS_S:-240}" \
