@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39b|s39c|s39d|s40a|s40b|s40c|s40d|s40e]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39b|s39c|s39d|s40b|s40d|s40e]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -91,6 +91,30 @@ prof_tables() {
   for table in "$@"; do
     prof "${prefix}$(echo "$table" | tr '=,' '__')" "$scen" "$wl" \
       $([[ $table == default ]] || echo "QRITA_LAUNCH_TABLE=$table")
+  done
+}
+# ab_mask_address SECONDS BATCHES: masks / top_k with masks by address off, then on
+# (QRITA_EAGER_GRAPHS_MASK_ADDRESS), into ab_0/ and ab_1/
+ab_mask_address() {
+  for opt in 0 1; do
+    QRITA_EAGER_GRAPHS_MASK_ADDRESS=$opt \
+      timeout "$1" python3 benchmarks/bench.py --out "$OUT/ab_$opt" --ops masks,top_k \
+      --vocab 131072 --dtypes float32,bfloat16 --batch "$2" --workloads zipf \
+      --scenarios topk50,topp0.9,k50 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
+      > "$OUT/bench_ab_$opt.log" 2>&1
+    echo "bench mask-address=$opt exit $?"; tail -c 2600 "$OUT/bench_ab_$opt.log"
+  done
+}
+# sample_graphs_ab SECONDS BATCHES: the sampler without, then with its eager graphs
+# (QRITA_EAGER_GRAPHS_SAMPLE), into sample_0/ and sample_1/
+sample_graphs_ab() {
+  for sample_graphs in 0 1; do
+    QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs \
+      timeout "$1" python3 benchmarks/bench.py \
+      --out "$OUT/sample_$sample_graphs" --ops sample --vocab 131072 --dtypes float32,bfloat16 \
+      --batch "$2" --peers torch_sort --graphs --warmup 5 --rep 25 --check-rows 4 \
+      --no-progress > "$OUT/bench_sample_$sample_graphs.log" 2>&1
+    echo "sample bench graphs=$sample_graphs exit $?"; tail -c 2000 "$OUT/bench_sample_$sample_graphs.log"
   done
 }
 profile_knobs() {
@@ -1150,28 +1174,8 @@ if [[ $stage == s39a ]]; then  # thirty-ninth session, call 1 (~450 s cold): the
   gpu_tests s39a "${TESTS_S:-450}" tests/test_eager_graph.py
   pack_cache
 fi
-if [[ $stage == s40a ]]; then  # call 1 (~560 s cold): the masks-by-address probe (the kept-reference fix), the eager graphs' GPU tests (incl. the bf16 sampler and the capture records), then masks / top_k at B = 8, 64, 256 at the defaults and with masks by address, on the same card
-  QRITA_EAGER_GRAPHS_MASK_ADDRESS=1 timeout 60 python3 benchmarks/address_probe.py 2>&1 \
-    | grep -v Warn | tee "$OUT/address_probe.txt" | tail -12
-  gpu_tests s40a "${TESTS_S:-200}" tests/test_eager_graph.py
-  for opt in 0 1; do
-    QRITA_EAGER_GRAPHS_MASK_ADDRESS=$opt \
-      timeout "${BENCH_S:-120}" python3 benchmarks/bench.py --out "$OUT/ab_$opt" --ops masks,top_k \
-      --vocab 131072 --dtypes float32,bfloat16 --batch "${BATCHES:-8,64,256}" --workloads zipf \
-      --scenarios topk50,topp0.9,k50 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
-      > "$OUT/bench_ab_$opt.log" 2>&1
-    echo "bench mask-address=$opt exit $?"; tail -c 2600 "$OUT/bench_ab_$opt.log"
-  done
-fi
-if [[ $stage == s40b ]]; then  # call 2 (~550 s warm): s39b without the probe (s40a ran it): the sampler with and without its graphs, host time, the adapters, the B = 1 / 8 top-p profiles with histsplit=4x0, bf16 against fp32 at B = 1024
-  for sample_graphs in 0 1; do
-    QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs \
-      timeout "${SAMPLE_S:-90}" python3 benchmarks/bench.py \
-      --out "$OUT/sample_$sample_graphs" --ops sample --vocab 131072 --dtypes float32,bfloat16 \
-      --batch "${BATCHES:-1,8,64}" --peers torch_sort --graphs --warmup 5 --rep 25 --check-rows 4 \
-      --no-progress > "$OUT/bench_sample_$sample_graphs.log" 2>&1
-    echo "sample bench graphs=$sample_graphs exit $?"; tail -c 2000 "$OUT/bench_sample_$sample_graphs.log"
-  done
+if [[ $stage == s40b ]]; then  # call 2 (~550 s warm): s39b without the probe (s40d ran it): the sampler with and without its graphs, host time, the adapters, the B = 1 / 8 top-p profiles with histsplit=4x0, bf16 against fp32 at B = 1024
+  sample_graphs_ab "${SAMPLE_S:-90}" "${BATCHES:-1,8,64}"
   QRITA_EAGER_GRAPHS_SAMPLE=1 timeout 45 python3 benchmarks/host_overhead.py --out "$OUT/host_1" --rows 12 \
     --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9,public sample k100 p0.9" 2>&1 | grep 'B=1'
   timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
@@ -1179,23 +1183,12 @@ if [[ $stage == s40b ]]; then  # call 2 (~550 s warm): s39b without the probe (s
   PROF_BATCH=1,8 KNOB_S="${PROF_S:-60}" prof_tables small_ topp0.9 zipf default histsplit=4x0
   PROF_BATCH=1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-90}" prof big topk50,topp0.9 zipf
 fi
-if [[ $stage == s40c ]]; then  # (~250 s warm) issue 4 at B = 64 / 256: top-k alone's pass A is latency-bound there (64 one-warp tiles per program); its tiles in flight and tile size, fp32 and bf16 (no float sums in top-k's pass A: neither changes an answer)
-  PROF_BATCH=64,256 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-50}" \
-    prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1 ahead=2x1
-fi
-if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the masks-by-address probe, s40c's pass A tiles at B = 64 / 256, then s40a's A/B bench (masks by address off / on)
+if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the masks-by-address probe, top-k alone's pass A tiles at B = 64 / 256 (candmid; two tiles in flight), then the A/B bench of masks by address (off / on)
   QRITA_EAGER_GRAPHS_MASK_ADDRESS=1 timeout 45 python3 benchmarks/address_probe.py 2>&1 \
     | grep -v Warn | tee "$OUT/address_probe.txt" | tail -12
   PROF_BATCH=64,256 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-45}" \
     prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1
-  for opt in 0 1; do
-    QRITA_EAGER_GRAPHS_MASK_ADDRESS=$opt \
-      timeout "${BENCH_S:-90}" python3 benchmarks/bench.py --out "$OUT/ab_$opt" --ops masks,top_k \
-      --vocab 131072 --dtypes float32,bfloat16 --batch "${BATCHES:-64,256}" --workloads zipf \
-      --scenarios topk50,topp0.9,k50 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
-      > "$OUT/bench_ab_$opt.log" 2>&1
-    echo "bench mask-address=$opt exit $?"; tail -c 2600 "$OUT/bench_ab_$opt.log"
-  done
+  ab_mask_address "${BENCH_S:-90}" "${BATCHES:-64,256}"
 fi
 if [[ $stage == s40e ]]; then  # (~500 s, with the carried Triton cache) at the new defaults (masks by address, candmid=256x1 up to 64 rows): their GPU tests, the bench at B = 16-128, the sampler without / with its graphs, then midrows=128 at B = 128
   m=tests/test_triton_masks.py; e=tests/test_eager_graph.py
@@ -1208,14 +1201,7 @@ if [[ $stage == s40e ]]; then  # (~500 s, with the carried Triton cache) at the 
     --scenarios topk50,topp0.9,k50 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
     > "$OUT/bench_defaults.log" 2>&1
   echo "bench defaults exit $?"; tail -c 3000 "$OUT/bench_defaults.log"
-  for sample_graphs in 0 1; do
-    QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs \
-      timeout "${SAMPLE_S:-70}" python3 benchmarks/bench.py \
-      --out "$OUT/sample_$sample_graphs" --ops sample --vocab 131072 --dtypes float32,bfloat16 \
-      --batch "${SAMPLE_B:-1,8,64}" --peers torch_sort --graphs --warmup 5 --rep 25 --check-rows 4 \
-      --no-progress > "$OUT/bench_sample_$sample_graphs.log" 2>&1
-    echo "sample bench graphs=$sample_graphs exit $?"; tail -c 1800 "$OUT/bench_sample_$sample_graphs.log"
-  done
+  sample_graphs_ab "${SAMPLE_S:-70}" "${SAMPLE_B:-1,8,64}"
   PROF_BATCH=128 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-40}" \
     prof_tables b128_ topk50,k50 zipf default midrows=128x0
 fi
