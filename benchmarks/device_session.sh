@@ -93,16 +93,17 @@ prof_tables() {
       $([[ $table == default ]] || echo "QRITA_LAUNCH_TABLE=$table")
   done
 }
-# ab_mask_address SECONDS BATCHES: masks / top_k with masks by address off, then on
-# (QRITA_EAGER_GRAPHS_MASK_ADDRESS), into ab_0/ and ab_1/
-ab_mask_address() {
+# ab_bench SECONDS BATCHES ENV0 ENV1: masks / top_k (topk50, topp0.9, k50; zipf, fp32 and bf16)
+# with the settings ENV0, then ENV1 ("VAR=value ..."), into ab_0/ and ab_1/
+ab_bench() {
+  local seconds=$1 batches=$2 opt; shift 2
   for opt in 0 1; do
-    QRITA_EAGER_GRAPHS_MASK_ADDRESS=$opt \
-      timeout "$1" python3 benchmarks/bench.py --out "$OUT/ab_$opt" --ops masks,top_k \
-      --vocab 131072 --dtypes float32,bfloat16 --batch "$2" --workloads zipf \
+    env ${1} timeout "$seconds" python3 benchmarks/bench.py --out "$OUT/ab_$opt" --ops masks,top_k \
+      --vocab 131072 --dtypes float32,bfloat16 --batch "$batches" --workloads zipf \
       --scenarios topk50,topp0.9,k50 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
       > "$OUT/bench_ab_$opt.log" 2>&1
-    echo "bench mask-address=$opt exit $?"; tail -c 2600 "$OUT/bench_ab_$opt.log"
+    echo "bench settings '${1}' exit $?"; tail -c 2600 "$OUT/bench_ab_$opt.log"
+    shift
   done
 }
 # sample_graphs_ab SECONDS BATCHES: the sampler without, then with its eager graphs
@@ -1188,7 +1189,8 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
     | grep -v Warn | tee "$OUT/address_probe.txt" | tail -12
   PROF_BATCH=64,256 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-45}" \
     prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1
-  ab_mask_address "${BENCH_S:-90}" "${BATCHES:-64,256}"
+  ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
+    QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
 fi
 if [[ $stage == s40e ]]; then  # (~500 s, with the carried Triton cache) at the new defaults (masks by address, candmid=256x1 up to 64 rows): their GPU tests, the bench at B = 16-128, the sampler without / with its graphs, then midrows=128 at B = 128
   m=tests/test_triton_masks.py; e=tests/test_eager_graph.py
@@ -1212,14 +1214,9 @@ if [[ $stage == s39d ]]; then  # one call (~540 s cold) when device time is shor
     tests/test_eager_graph.py::test_gpu_eager_graphs_equal_the_plain_path \
     tests/test_eager_graph.py::test_gpu_sampler_graphs_equal_the_plain_path \
     tests/test_eager_graph.py::test_gpu_the_capture_records_what_the_warm_up_ran
-  for opt in 0 1; do
-    QRITA_EAGER_GRAPHS_IN_PLACE=$opt QRITA_EAGER_GRAPHS_ADDRESS_ROWS=$((opt * 256)) \
-      timeout "${BENCH_S:-140}" python3 benchmarks/bench.py --out "$OUT/ab_$opt" --ops masks,top_k \
-      --vocab 131072 --dtypes float32,bfloat16 --batch "${BATCHES:-8,64,256}" --workloads zipf \
-      --scenarios topk50,topp0.9,k50 --graphs --warmup 5 --rep 20 --check-rows 4 --no-progress \
-      > "$OUT/bench_ab_$opt.log" 2>&1
-    echo "bench opt-ins=$opt exit $?"; tail -c 2600 "$OUT/bench_ab_$opt.log"
-  done
+  ab_bench "${BENCH_S:-140}" "${BATCHES:-8,64,256}" \
+    "QRITA_EAGER_GRAPHS_IN_PLACE=0 QRITA_EAGER_GRAPHS_ADDRESS_ROWS=0" \
+    "QRITA_EAGER_GRAPHS_IN_PLACE=1 QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256"
 fi
 if [[ $stage == s39c ]]; then  # call 2 (~480 s warm): masks / top_k at B = 1, 8, 64, 256, eager and graph, with the opt-ins on (in-place static graphs, top_k and masks by address), against s38b's defaults (BENCHMARKS.md thirty-eighth session; same kind of card only)
   QRITA_EAGER_GRAPHS_IN_PLACE=1 QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256 \
