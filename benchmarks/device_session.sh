@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39b|s39c|s39d|s40b|s40d|s40e]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1221,27 +1221,6 @@ fi
 if [[ $stage == s39c ]]; then  # call 2 (~480 s warm): masks / top_k at B = 1, 8, 64, 256, eager and graph, with the opt-ins on (in-place static graphs, top_k and masks by address), against s38b's defaults (BENCHMARKS.md thirty-eighth session; same kind of card only)
   QRITA_EAGER_GRAPHS_IN_PLACE=1 QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256 \
     bench_zipf s39c "${BENCH_S:-480}" "${BATCHES:-1,8,64,256}" | tail -32
-fi
-if [[ $stage == s39b ]]; then  # call 2 (~560 s warm): the masks-by-address probe (the kept-reference fix), then the sampler at B = 1, 8, 64 without and with its eager graphs (QRITA_EAGER_GRAPHS_SAMPLE=1, by address above 8 rows), host time per call with the opt-ins, the adapters' cost (issue 5), B = 1 / 8 top-p profiles at the default and with the count histogram split (histsplit=4x0), bf16 against fp32 at B = 1024
-  QRITA_EAGER_GRAPHS_MASK_ADDRESS=1 timeout 60 python3 benchmarks/address_probe.py 2>&1 \
-    | grep -v Warn | tee "$OUT/address_probe.txt" | tail -12
-  for sample_graphs in 0 1; do
-    QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs QRITA_EAGER_GRAPHS_ADDRESS_ROWS=$((sample_graphs * 256)) \
-      timeout "${SAMPLE_S:-100}" python3 benchmarks/bench.py \
-      --out "$OUT/sample_$sample_graphs" --ops sample --vocab 131072 --dtypes float32,bfloat16 \
-      --batch "${BATCHES:-1,8,64}" --peers torch_sort --graphs --warmup 5 --rep 25 --check-rows 4 \
-      --no-progress > "$OUT/bench_sample_$sample_graphs.log" 2>&1
-    echo "sample bench graphs=$sample_graphs exit $?"; tail -c 2000 "$OUT/bench_sample_$sample_graphs.log"
-  done
-  QRITA_EAGER_GRAPHS_SAMPLE=1 QRITA_EAGER_GRAPHS_IN_PLACE=1 QRITA_EAGER_GRAPHS_ADDRESS_ROWS=256 \
-    timeout 60 python3 benchmarks/host_overhead.py --out "$OUT/host_1" --rows 12 \
-    --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9,public sample k100 p0.9" 2>&1 | grep 'B=1'
-  timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
-    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -25
-  # where small batches' top-p time goes (issue 3's B = 1 target), and the split count
-  PROF_BATCH=1,8 KNOB_S="${PROF_S:-60}" prof_tables small_ topp0.9 zipf default histsplit=4x0
-  # and bf16 against fp32 at B = 1024 (issue 3's 0.6 target)
-  PROF_BATCH=1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-90}" prof big topk50,topp0.9 zipf
 fi
 if [[ $stage == s38a ]]; then  # for the next session (~560 s cold): the GPU tests owed at the thirty-seventh session's defaults (eager graphs captured at a key's second call, the batch invariance across the small-batch tiers, real vocabularies), then host time per eager call
   gpu_tests s38a "${TESTS_S:-420}" tests/test_eager_graph.py \
