@@ -8,7 +8,8 @@ With this option, a call at a small batch that is not itself being captured copi
 into static buffers, replays a graph of the same launches captured on them at the key's second
 call (its first runs the launches as they are), and returns a copy of the static output: three
 host operations instead of 13 launches, and the same kernels, so the same answer bit for bit.
-Forms measured on an H100 in the thirty-ninth session (BENCHMARKS.md), on by default:
+Forms measured on an H100 in the thirty-ninth and fortieth sessions (BENCHMARKS.md), on by
+default:
 
 - the mask's graph masks its static copy of the logits in place (the kernels' ``inplace``
   path), so it keeps one (B, V) buffer, not an input and an output, and the limit is 4 MiB
@@ -82,8 +83,8 @@ MAX_BYTES = int(os.environ.get("QRITA_EAGER_GRAPHS_BYTES", str((4 if IN_PLACE el
 #: whether ``sample`` takes graphs (``QRITA_EAGER_GRAPHS_SAMPLE=1``; off until timed on a GPU)
 SAMPLE = os.environ.get("QRITA_EAGER_GRAPHS_SAMPLE", "0") == "1"
 #: batches of at most this many rows take graphs that read their logits by address, with no
-#: static copy (``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``; ``top_k``, and with their own opt-ins
-#: masks and ``sample``; 0: off)
+#: static copy (``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``; ``top_k``, masks (``MASK_ADDRESS``), and
+#: with its own opt-in ``sample``; 0: off)
 ADDRESS_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ADDRESS_ROWS", "256"))
 #: whether masks take graphs by address (``QRITA_EAGER_GRAPHS_MASK_ADDRESS``, default on since
 #: the fortieth session's bench; ``0`` turns it off)

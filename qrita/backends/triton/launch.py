@@ -156,9 +156,9 @@ def next_pow2(n: int) -> int:
 @dataclass(frozen=True)
 class PipelineConfig:
     """Launch parameters. They depend on V and dtype only (never on B, so a row's answer does not
-    depend on its batch) and change speed, never the answer. (The ``*_small`` pass A fields and
-    the ``*_small_batch`` warps apply by batch size: pass A to rows with top-k on, which sum no
-    floats there; the warps to top-k alone.)"""
+    depend on its batch) and change speed, never the answer. (The ``*_small`` and ``*_mid`` pass
+    A fields and the ``*_small_batch`` warps apply by batch size: pass A to rows with top-k on,
+    which sum no floats there; the warps to top-k alone.)"""
 
     block: int  # streaming tile of the segment passes
     seg_len: int  # entries per segment (a multiple of block)
@@ -621,7 +621,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 58.4 -> 43.9 (BENCHMARKS.md twenty-second session)
         cand_small_kp = _table_override("candsmallkp", (1, 0))[0] == 1
         # ``candmid=TxW`` / ``midrows=Nx0``: pass A's (tile, warps) for top-k alone at
-        # SMALL_BATCH_ROWS < B <= N (default 256). H200, eighth session's sweep (pass A µs,
+        # SMALL_BATCH_ROWS < B <= N (default 64). H200, eighth session's sweep (pass A µs,
         # V = 131072 zipf topk50, B = 64): fp32 128 x 1 34.1, 256 x 1 22.7; bf16 22.0 -> 17.7;
         # at B = 1024 128 x 1 is the fastest (the default). H100 (fortieth session), graph
         # us, 128 x 1 -> 256 x 1: B = 64 fp32 topk50 66.8 -> 55.5, top_k k50 63.5 -> 52.1,
