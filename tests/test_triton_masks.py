@@ -1314,7 +1314,7 @@ def test_gpu_real_vocab(V, dtype):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("B", [1, 3, 64, 1024])
+@pytest.mark.parametrize("B", [1, 3, 64, 128, 1024])
 @pytest.mark.parametrize("workload", ["zipf", "gaussian"])
 def test_gpu_batches(B, workload):
     rng = np.random.default_rng(B)
@@ -1370,10 +1370,12 @@ def test_gpu_deterministic_and_batch_invariant():
         for row in [0, 7, 500, 1023]:
             alone = ops.top_k_top_p_mask(xt[row:row + 1].clone(), k, p)
             assert torch.equal(alone[0].view(torch.int32), first[row].view(torch.int32))
-            batch64 = xt[:64].clone()
-            batch64[17] = xt[row]
-            in64 = ops.top_k_top_p_mask(batch64, k, p)
-            assert torch.equal(in64[17].view(torch.int32), first[row].view(torch.int32))
+            # 64 and 128 rows: the mid-batch pass A tile (``candmid``) for top-k alone
+            for rows_in, at in ((64, 17), (128, 100)):
+                batch = xt[:rows_in].clone()
+                batch[at] = xt[row]
+                in_batch = ops.top_k_top_p_mask(batch, k, p)
+                assert torch.equal(in_batch[at].view(torch.int32), first[row].view(torch.int32))
 
 
 @pytest.mark.gpu

@@ -112,7 +112,7 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     exceed ``block``, up to the segment; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
     search's dense stage and the cutoff kernel at those batches, top-k alone (default 0x8 /
     0x0; ``searchb=0x0``: the usual warps)), the same tile for those calls at SMALL_BATCH_ROWS <
-    B <= N (``candmid=TxW``, ``midrows=Nx0``; default 256x1, N 64; ``candmid=0x0``: off),
+    B <= N (``candmid=TxW``, ``midrows=Nx0``; default 256x1, N 128; ``candmid=0x0``: off),
     pass A's one-by-one append limit (``sparse=Nx0``;
     ``sparselarge=Nx0`` for calls with the top-k retry), the one-launch kernels' pass A tile and
     append limit (``candone=TILEx0``, default 2048, up to the segment; ``sparseone=Nx0``,
@@ -621,15 +621,17 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 58.4 -> 43.9 (BENCHMARKS.md twenty-second session)
         cand_small_kp = _table_override("candsmallkp", (1, 0))[0] == 1
         # ``candmid=TxW`` / ``midrows=Nx0``: pass A's (tile, warps) for top-k alone at
-        # SMALL_BATCH_ROWS < B <= N (default 64). H200, eighth session's sweep (pass A µs,
+        # SMALL_BATCH_ROWS < B <= N (default 128). H200, eighth session's sweep (pass A µs,
         # V = 131072 zipf topk50, B = 64): fp32 128 x 1 34.1, 256 x 1 22.7; bf16 22.0 -> 17.7;
         # at B = 1024 128 x 1 is the fastest (the default). H100 (fortieth session), graph
         # us, 128 x 1 -> 256 x 1: B = 64 fp32 topk50 66.8 -> 55.5, top_k k50 63.5 -> 52.1,
         # bf16 57.0 -> 46.4 / 56.4 -> 45.8 (512 x 1 no better; two tiles in flight no
         # better); B = 256 slower (fp32 128.8 -> 132.9 / 92.4 -> 96.6, bf16 90.1 -> 97.6 /
-        # 80.5 -> 88.1): 256 x 1 up to 64 rows
+        # 80.5 -> 88.1). B = 128 (forty-first session, H100, graph us, midrows 64 -> 128):
+        # fp32 topk50 86.8 -> 78.7, k50 71.6 -> 63.3, bf16 67.1 -> 58.8 / 65.4 -> 57.1:
+        # 256 x 1 up to 128 rows
         block_cand_mid, warps_cand_mid = _table_override("candmid", (256, 1))
-        cand_mid_rows = _table_override("midrows", (64, 0))[0]
+        cand_mid_rows = _table_override("midrows", (128, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     # ``bandregs=Rx0``: at most R registers per thread in the band kernel (sm90 at 4 warps: 142,
     # so 3 programs per SM at B = 1024; 128 fits 4). Register allocation changes no result.
