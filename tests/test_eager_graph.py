@@ -520,22 +520,28 @@ def test_gpu_eager_graphs_equal_the_plain_path(monkeypatch, dtype, in_place):
 
 
 @pytest.mark.gpu
-def test_gpu_the_capture_records_what_the_warm_up_ran(monkeypatch):
+@pytest.mark.parametrize("in_place", [False, True])
+def test_gpu_the_capture_records_what_the_warm_up_ran(monkeypatch, in_place):
     """Real CUDA graphs, top-k alone (whose eager calls take the one-launch kernels and whose
-    captures the pipeline's) and top-p, fp32 and bf16 at B = 1 and 8: the warm-up asks
-    ``launch.one_launch`` exactly what the capture asks and gets the same answers, Triton
-    compiles nothing while the capture runs (``knobs.runtime.jit_cache_hook``: called at each
-    kernel missing from its in-memory cache), and the replays equal the plain path."""
+    captures the pipeline's) and top-p, fp32 and bf16 at B = 1 and 8: every call's second
+    run captures, the warm-up asks ``launch.one_launch`` exactly what the capture asks and
+    gets the same answers, Triton compiles nothing while the capture runs
+    (``knobs.runtime.jit_cache_hook``: called at each kernel missing from its in-memory
+    cache), and the replays equal the plain path. Out of place, the warm-up and capture ask
+    ``one_launch`` and it says no; the in-place graph (the default, ``IN_PLACE``) never asks
+    (a mask written over its input takes the pipeline)."""
     import triton
 
     from qrita.backends.triton import launch
 
     monkeypatch.setattr(eager_graph, "ENABLED", True)
+    monkeypatch.setattr(eager_graph, "IN_PLACE", in_place)
     monkeypatch.delenv("QRITA_ONE_LAUNCH", raising=False)
     eager_graph.clear()
     phase = ["plain"]
     asked = {"plain": [], "warm-up": [], "capture": []}
     missing_in_capture = []
+    captures = []
     real_one_launch = launch.one_launch
 
     def recorded_one_launch(batch, x):
@@ -559,6 +565,7 @@ def test_gpu_the_capture_records_what_the_warm_up_ran(monkeypatch):
 
         @staticmethod
         def capture(run, static, device):
+            captures.append(device)
             phase[0] = "capture"
             try:
                 return eager_graph._CudaCapture.capture(run, static, device)
@@ -581,8 +588,10 @@ def test_gpu_the_capture_records_what_the_warm_up_ran(monkeypatch):
                 for _ in range(3):  # plain, capture, replay
                     got = ops.top_k_top_p_mask(t, k, p)
                     assert torch.equal(_bits(got), _bits(want)), (dtype, batch, k, p)
+    assert len(captures) == 2 * 2 * 3  # (dtype, batch, k / p): each key's second call
     # a graph takes the pipeline's kernels
-    assert asked["capture"] and not any(asked["capture"]), asked
+    assert not any(asked["capture"]), asked
+    assert bool(asked["capture"]) == (not in_place), asked
     assert asked["warm-up"] == asked["capture"], asked
     assert True in asked["plain"], asked  # the eager top-k calls took the one-launch kernels
     assert missing_in_capture == [], [str(m)[:200] for m in missing_in_capture[:5]]
