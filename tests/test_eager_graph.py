@@ -386,6 +386,48 @@ def test_top_k_graphs_read_the_logits_by_address(stand_in):
     assert len(stand_in) == 3 and len(eager_graph._SEEN) == 1
 
 
+@pytest.mark.parametrize("top_k_from", [9, 17])
+def test_top_k_takes_its_graph_ahead_of_the_one_launch_kernel(stand_in, monkeypatch,
+                                                               top_k_from):
+    """From ``TOP_K_FROM`` rows, ``top_k`` takes its graph by address ahead of the one-launch
+    kernel: a key's first call runs that kernel, its capture (and the warm-up) the pipeline,
+    later calls replay. Below, every call takes the one-launch kernel and nothing is captured.
+    Every result is the oracle's."""
+    from qrita.reference import oracle
+
+    monkeypatch.setattr(eager_graph, "TOP_K_FROM", top_k_from)
+    one_launch_calls = []
+    real_select_one = ops.launch_select_one
+
+    def recorded_select_one(src, k, **kwargs):
+        one_launch_calls.append(src.shape[0])
+        return real_select_one(src, k, **kwargs)
+
+    # the one-launch kernel for batches up to 16 rows, but not while a graph is captured or
+    # warmed up (as ``launch.one_launch`` on a GPU)
+    monkeypatch.setattr(ops, "one_launch",
+                        lambda batch, x: batch <= 16 and not eager_graph.capturing(x.device))
+    monkeypatch.setattr(ops, "launch_select_one", recorded_select_one)
+    rng = np.random.default_rng(23)
+    V = 1001
+    for batch, graphed in ((4, False), (12, top_k_from <= 12)):
+        before = len(stand_in)
+        one_launch_calls.clear()
+        logits = torch.tensor(_rows(rng, batch, V), device=DEVICE)
+        for _ in range(4):
+            x = _rows(rng, batch, V)
+            logits.copy_(torch.tensor(x))
+            values, indices = ops.top_k(logits, 7)
+            want = oracle.top_k(x, 7)
+            np.testing.assert_array_equal(indices.cpu().numpy(), want.indices)
+            np.testing.assert_array_equal(values.cpu().numpy(), want.values)
+        if graphed:  # call 1 one-launch, call 2 its capture, calls 2 to 4 replays
+            assert one_launch_calls == [batch] and len(stand_in) == before + 1
+            assert stand_in[-1].replays == 3
+        else:
+            assert one_launch_calls == [batch] * 4 and len(stand_in) == before
+
+
 @pytest.mark.parametrize("in_place", [False, True])
 def test_masks_by_address_replay_where_the_tensors_are(stand_in, monkeypatch, in_place):
     """Masks above the static graphs' batches (here 20 rows) replay graphs that read the logits
@@ -649,7 +691,7 @@ def test_gpu_sampler_graphs_equal_the_plain_path(monkeypatch, dtype):
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_gpu_top_k_graphs_by_address_equal_the_plain_path(monkeypatch, dtype):
-    """Real CUDA graphs for ``top_k`` at B = 64 and 256 (V = 131072) reading the logits by
+    """Real CUDA graphs for ``top_k`` at B = 16, 64 and 256 (V = 131072) reading the logits by
     address: new values written into one tensor, and a loop that makes new logits every step
     (the old ones freed, so the allocator often hands back the same address), give the plain
     path's values and indices bit for bit, k = 50 and 1000, sorted and not."""
@@ -659,7 +701,7 @@ def test_gpu_top_k_graphs_by_address_equal_the_plain_path(monkeypatch, dtype):
     rng = np.random.default_rng(15)
     V = 131072
 
-    for batch in (64, 256):
+    for batch in (16, 64, 256):  # 16: ahead of the one-launch kernel (``TOP_K_FROM``)
         logits = torch.empty((batch, V), dtype=dtype, device="cuda")
         for k, is_sorted in ((50, True), (1000, True), (50, False)):
             for _ in range(3):

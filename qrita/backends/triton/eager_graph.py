@@ -8,7 +8,7 @@ With this option, a call at a small batch that is not itself being captured copi
 into static buffers, replays a graph of the same launches captured on them at the key's second
 call (its first runs the launches as they are), and returns a copy of the static output: three
 host operations instead of 13 launches, and the same kernels, so the same answer bit for bit.
-Forms measured on an H100 in the thirty-ninth and fortieth sessions (BENCHMARKS.md), on by
+Forms measured on an H100 in the thirty-ninth to forty-first sessions (BENCHMARKS.md), on by
 default:
 
 - the mask's graph masks its static copy of the logits in place (the kernels' ``inplace``
@@ -29,11 +29,13 @@ default:
   form). H100, zipf, V = 131072, eager us (fortieth session): B = 64 fp32 topk50 72.7 -> 66.8,
   topp0.9 209.2 -> 179.4, bf16 topk50 72.4 -> 56.3, topp0.9 210.7 -> 158.6; B = 256 3-5% less.
 
-Opt-in:
-
-- ``QRITA_EAGER_GRAPHS_SAMPLE=1``: ``sample`` takes graphs too, with its seed and offset as
+- ``sample`` (``QRITA_EAGER_GRAPHS_SAMPLE``, ``0`` turns it off), with its seed and offset as
   device values (``sampling_ops._device_counters``), so a new seed or offset is not a new key;
-  above the static graphs' batches, by address. Not yet timed on a GPU.
+  above the static graphs' batches, by address. H100, zipf, V = 131072, eager us off -> on
+  (forty-first session): B = 1 fp32 topk50 193.3 -> 57.5, topp0.9 171.3 -> 52.9,
+  topk100_topp0.9 198.0 -> 59.8, topk1000 242.6 -> 74.4, bf16 topk50 219.1 -> 54.9; B = 8
+  within the host's noise (fp32 topp0.9 154.8 -> 154.9, topp0.99 162.7 -> 129.0; topk50
+  84.8 -> 160.2, to time again).
 
 A family of keys (operation, device, the first tensor's dtype and shape) stops capturing after
 :data:`CAPTURES_PER_FAMILY` captures (its kept graphs still replay): calls that cycle through
@@ -67,7 +69,8 @@ from typing import Any
 import torch
 import triton
 
-__all__ = ["ENABLED", "MAX_ROWS", "IN_PLACE", "MAX_BYTES", "SAMPLE", "ADDRESS_ROWS", "MASK_ADDRESS",
+__all__ = ["ENABLED", "MAX_ROWS", "IN_PLACE", "MAX_BYTES", "SAMPLE", "ADDRESS_ROWS", "TOP_K_FROM",
+           "MASK_ADDRESS",
            "MAX_GRAPHS", "cached_call", "capturing", "clear", "usable", "usable_by_address",
            "usable_mask_by_address"]
 
@@ -80,12 +83,20 @@ MAX_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ROWS", "8"))
 IN_PLACE = os.environ.get("QRITA_EAGER_GRAPHS_IN_PLACE", "1") == "1"
 #: and of at most this many bytes (``QRITA_EAGER_GRAPHS_BYTES``; 4 MiB with ``IN_PLACE``)
 MAX_BYTES = int(os.environ.get("QRITA_EAGER_GRAPHS_BYTES", str((4 if IN_PLACE else 2) << 20)))
-#: whether ``sample`` takes graphs (``QRITA_EAGER_GRAPHS_SAMPLE=1``; off until timed on a GPU)
-SAMPLE = os.environ.get("QRITA_EAGER_GRAPHS_SAMPLE", "0") == "1"
+#: whether ``sample`` takes graphs (``QRITA_EAGER_GRAPHS_SAMPLE``; default on since the
+#: forty-first session, ``0`` turns it off)
+SAMPLE = os.environ.get("QRITA_EAGER_GRAPHS_SAMPLE", "1") == "1"
 #: batches of at most this many rows take graphs that read their logits by address, with no
 #: static copy (``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``; ``top_k``, masks (``MASK_ADDRESS``), and
-#: with its own opt-in ``sample``; 0: off)
+#: ``sample``; 0: off)
 ADDRESS_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ADDRESS_ROWS", "256"))
+#: ``top_k`` batches of at least this many rows take their graph by address ahead of the
+#: one-launch kernel, which then runs only a key's calls that do not replay
+#: (``QRITA_EAGER_GRAPHS_TOP_K_FROM``; 17: the one-launch kernel up to its 16 rows). H100, zipf,
+#: V = 131072, k = 50, eager one-launch against the pipeline's graph replay, us (forty-first
+#: session): B = 16 fp32 90.2 / 41.2, bf16 65.1 / 39.3; B = 8 36.7 / 31.9 (thirty-eighth
+#: session; a replay by address adds its host time), so from 9 rows
+TOP_K_FROM = int(os.environ.get("QRITA_EAGER_GRAPHS_TOP_K_FROM", "9"))
 #: whether masks take graphs by address (``QRITA_EAGER_GRAPHS_MASK_ADDRESS``, default on since
 #: the fortieth session's bench; ``0`` turns it off)
 MASK_ADDRESS = os.environ.get("QRITA_EAGER_GRAPHS_MASK_ADDRESS", "1") == "1"

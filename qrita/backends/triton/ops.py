@@ -169,22 +169,40 @@ def top_k(x: torch.Tensor, k: int, *, mode: str = "largest", sorted: bool = True
     smallest = mode == "smallest"
     if x.dtype in SUPPORTED_DTYPES:
         src = x if x.stride(-1) == 1 else x.contiguous()
-        if one_launch(src.shape[0], src) and (not sorted or k <= SORT_MAX):
+        batch = src.shape[0]
+        if batch < eager_graph.TOP_K_FROM and _one_launch_top_k(src, k, sorted):
             # a small batch: one kernel, which also sorts the k survivors in registers
             return launch_select_one(src, k, smallest=smallest, sorted=sorted)
-        batch = src.shape[0]
-        chunk = chunk_rows(batch)
-        if chunk >= batch and src is x and eager_graph.usable_by_address(src):
-            # QRITA_EAGER_GRAPHS_ADDRESS_ROWS: the same launches, replayed from a graph
-            # qrita captured, reading x where it is (its address is part of the key)
-            return eager_graph.cached_call("top_k", _top_k_launches, (src, k, smallest, sorted),
+        if chunk_rows(batch) >= batch and src is x and eager_graph.usable_by_address(src):
+            # QRITA_EAGER_GRAPHS_ADDRESS_ROWS: the pipeline's launches, replayed from a graph
+            # qrita captured, reading x where it is (its address is part of the key); a call
+            # that does not replay runs as it is (the one-launch kernel where it applies, from
+            # ``TOP_K_FROM`` rows: a capture and its warm-up take the pipeline,
+            # ``launch.one_launch``)
+            return eager_graph.cached_call("top_k", _top_k_eager, (src, k, smallest, sorted),
                                            by_address=(0,))
-        return _top_k_launches(src, k, smallest, sorted)
+        return _top_k_eager(src, k, smallest, sorted)
     order = torch.sort(rank_keys(x, smallest=smallest), dim=-1, descending=True,
                        stable=True).indices[:, :k]
     if not sorted:
         order = torch.sort(order, dim=-1).values
     return x.gather(-1, order), order
+
+
+def _one_launch_top_k(src: torch.Tensor, k: int, sorted: bool) -> bool:
+    """Whether :func:`top_k` of ``src`` takes the one-launch kernel (a small batch, not while
+    a graph is captured or warmed up; sorted only up to its in-register sort's k)."""
+    return one_launch(src.shape[0], src) and (not sorted or k <= SORT_MAX)
+
+
+def _top_k_eager(src: torch.Tensor, k: int, smallest: bool, sorted: bool):
+    """:func:`top_k` of float32 / bfloat16 / float16 rows (B, V) with a contiguous vocab axis,
+    as it runs outside a replay: at a small batch one kernel (``launch.one_launch``),
+    otherwise (and in a capture or its warm-up) the pipeline. Values (B, k), indices (B, k)
+    int64."""
+    if _one_launch_top_k(src, k, sorted):
+        return launch_select_one(src, k, smallest=smallest, sorted=sorted)
+    return _top_k_launches(src, k, smallest, sorted)
 
 
 def _top_k_launches(src: torch.Tensor, k: int, smallest: bool, sorted: bool):

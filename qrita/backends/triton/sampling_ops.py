@@ -751,9 +751,10 @@ def sample(
     x = _check_logits(logits)
     static = eager_graph.SAMPLE and eager_graph.usable(x)
     if static or (eager_graph.SAMPLE and eager_graph.usable_by_address(x)):
-        # QRITA_EAGER_GRAPHS_SAMPLE=1: the same launches, replayed from a graph qrita captured; the
-        # seed and offset go in as device values, so a new seed or offset is not a new key; above
-        # the static graphs' batches (QRITA_EAGER_GRAPHS_ADDRESS_ROWS) the logits by address
+        # QRITA_EAGER_GRAPHS_SAMPLE (default on): the same launches, replayed from a graph
+        # qrita captured; the seed and offset go in as device values, so a new seed or offset
+        # is not a new key; above the static graphs' batches (QRITA_EAGER_GRAPHS_ADDRESS_ROWS)
+        # the logits by address
         seeds, offsets = _device_counters(seed, offset, x.shape[0], x.device)
         return eager_graph.cached_call("sample", _sample_launches,
                                        (x, k, p, min_p, temperature, seeds, offsets,
