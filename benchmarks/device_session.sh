@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -113,7 +113,7 @@ sample_graphs_ab() {
     QRITA_EAGER_GRAPHS_SAMPLE=$sample_graphs \
       timeout "$1" python3 benchmarks/bench.py \
       --out "$OUT/sample_$sample_graphs" --ops sample --vocab 131072 --dtypes float32,bfloat16 \
-      --batch "$2" --peers torch_sort --graphs --warmup 5 --rep 25 --check-rows 4 \
+      --batch "$2" --workloads zipf --peers torch_sort --graphs --warmup 10 --rep 50 --check-rows 4 \
       --no-progress > "$OUT/bench_sample_$sample_graphs.log" 2>&1
     echo "sample bench graphs=$sample_graphs exit $?"; tail -c 2000 "$OUT/bench_sample_$sample_graphs.log"
   done
@@ -1191,6 +1191,20 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
     prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
+fi
+if [[ $stage == s41b ]]; then  # (~480 s) top_k's graph by address ahead of the one-launch kernel at 9-16 rows (QRITA_EAGER_GRAPHS_TOP_K_FROM 17, the old path, then 9, the default), its GPU tests and the mended capture test; the sampler's graphs off / on at B = 8 and 64 (s41a timed B = 1 only on both sides)
+  e=tests/test_eager_graph.py
+  gpu_tests s41b "${TESTS_S:-200}" $e::test_gpu_the_capture_records_what_the_warm_up_ran \
+    $e::test_gpu_top_k_graphs_by_address_equal_the_plain_path \
+    "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[16]"
+  for top_k_from in 17 9; do
+    QRITA_EAGER_GRAPHS_TOP_K_FROM=$top_k_from timeout "${BENCH_S:-70}" python3 benchmarks/bench.py \
+      --out "$OUT/topk_from_$top_k_from" --ops top_k --vocab 131072 --dtypes float32,bfloat16 \
+      --batch 8,12,16 --workloads zipf --scenarios k50,k1000 --graphs --warmup 10 --rep 50 \
+      --check-rows 4 --no-progress > "$OUT/bench_topk_from_$top_k_from.log" 2>&1
+    echo "top_k from $top_k_from rows exit $?"; tail -c 1600 "$OUT/bench_topk_from_$top_k_from.log"
+  done
+  sample_graphs_ab "${SAMPLE_S:-120}" "${SAMPLE_B:-8,64}"
 fi
 if [[ $stage == s41a ]]; then  # (~520 s) midrows=128 by default: the GPU tests at B = 128 and the capture test s40e's 150 s cut off, then the sampler without / with its graphs at B = 1, 8, 64 (s40e's 70 s each cut it off at B = 8)
   m=tests/test_triton_masks.py; e=tests/test_eager_graph.py
