@@ -20,25 +20,36 @@ export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" XLA_PYTHO
 unset TRITON_INTERPRET
 OUT="${OUT:-results}"; mkdir -p "$OUT"
 # Triton's compile cache in the (ignored) .triton_cache/ of the repository: it stays on a warm
-# machine between calls, and comes back as $OUT/triton_cache.tgz (when under 15 MiB) so the next
-# call can carry it (`tar xzf .../triton_cache.tgz -C .triton_cache`, carry [".triton_cache"]):
-# GPU tests spend most of their time compiling kernel variants otherwise
+# machine between calls. What this call compiled (the cache's entries newer than its start)
+# comes back as $OUT/triton_cache.tgz, split into 15 MB parts (.0, .1; none when more than two
+# would be needed), so the next call can carry it: `bash benchmarks/merge_triton_cache.sh
+# <files_at>` here, then carry [".triton_cache"]. GPU tests spend most of their time compiling
+# kernel variants otherwise (s40e, s41a: over 150 s each)
 export TRITON_CACHE_DIR="$PWD/.triton_cache"; mkdir -p "$TRITON_CACHE_DIR"
+CACHE_MARK=$(mktemp); touch "$CACHE_MARK"
 pack_cache() {
-  tar czf "$OUT/triton_cache.tgz" -C "$TRITON_CACHE_DIR" . 2>/dev/null
-  if [[ $(stat -c %s "$OUT/triton_cache.tgz" 2>/dev/null || echo 0) -gt 15000000 ]]; then
-    rm -f "$OUT/triton_cache.tgz"
+  local n
+  rm -f "$OUT"/triton_cache.tgz*
+  find "$TRITON_CACHE_DIR" -mindepth 1 -maxdepth 1 -newer "$CACHE_MARK" -printf '%f\n' \
+    > /tmp/qrita_cache_new.txt
+  [[ -s /tmp/qrita_cache_new.txt ]] || return 0
+  tar czf /tmp/qrita_cache.tgz -C "$TRITON_CACHE_DIR" -T /tmp/qrita_cache_new.txt 2>/dev/null \
+    || return 0
+  split -b 15000000 -d -a 1 /tmp/qrita_cache.tgz "$OUT/triton_cache.tgz."
+  n=$(find "$OUT" -maxdepth 1 -name 'triton_cache.tgz.*' | wc -l)
+  if [[ $n -gt 2 ]]; then
+    rm -f "$OUT"/triton_cache.tgz.*
   fi
 }
-# the device tool returns at most 8 files: past 6 result files, they all go into one
+# the device tool returns at most 8 files: past 5 result files, they all go into one
 # results.tgz (extract it where the call's files land)
 pack_results() {
   local n
-  n=$(find "$OUT" -type f ! -name triton_cache.tgz ! -name results.tgz | wc -l)
-  if [[ $n -gt 6 ]]; then
+  n=$(find "$OUT" -type f ! -name 'triton_cache.tgz*' ! -name results.tgz | wc -l)
+  if [[ $n -gt 5 ]]; then
     # (the archive is written outside $OUT: tar fails on an archive inside what it reads)
-    tar czf /tmp/qrita_results.tgz -C "$OUT" --exclude=triton_cache.tgz . 2>/dev/null \
-      && find "$OUT" -mindepth 1 ! -name triton_cache.tgz -delete \
+    tar czf /tmp/qrita_results.tgz -C "$OUT" --exclude='triton_cache.tgz*' . 2>/dev/null \
+      && find "$OUT" -mindepth 1 ! -name 'triton_cache.tgz*' -delete \
       && mv /tmp/qrita_results.tgz "$OUT/results.tgz"
   fi
 }
