@@ -1208,6 +1208,9 @@ if [[ $stage == s41b ]]; then  # (~480 s) top_k's graph by address ahead of the 
   gpu_tests s41b "${TESTS_S:-200}" $e::test_gpu_the_capture_records_what_the_warm_up_ran \
     $e::test_gpu_top_k_graphs_by_address_equal_the_plain_path \
     "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[16]"
+  # whether the sampler's graphs replay at B = 8 (s41a: eager B = 8 no faster with them) and
+  # top_k's at 12-16 rows; a failed capture's error is printed
+  timeout "${PROBE_S:-90}" python3 benchmarks/graph_probe.py --calls 12 2>&1 | tee "$OUT/graph_probe.txt"
   for top_k_from in 17 9; do
     QRITA_EAGER_GRAPHS_TOP_K_FROM=$top_k_from timeout "${BENCH_S:-70}" python3 benchmarks/bench.py \
       --out "$OUT/topk_from_$top_k_from" --ops top_k --vocab 131072 --dtypes float32,bfloat16 \

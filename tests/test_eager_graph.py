@@ -201,9 +201,13 @@ def test_a_key_whose_capture_fails_runs_as_it_is(stand_in, monkeypatch):
     for _ in range(4):
         _check(ops.top_k_top_p_mask(t, None, 0.4), x, None, 0.4)
     assert len(calls) == 1 and stand_in == []
+    # the error is kept for probes (``FAILED_WHY``), with the operation's name
+    assert len(eager_graph.FAILED_WHY) == 1
+    assert eager_graph.FAILED_WHY[0][0] == "mask"
+    assert "operation not permitted" in eager_graph.FAILED_WHY[0][1]
     for _ in range(2):
         _check(ops.top_k_top_p_mask(t, None, 0.6), x, None, 0.6)
-    assert len(calls) == 2 and len(stand_in) == 1
+    assert len(calls) == 2 and len(stand_in) == 1 and len(eager_graph.FAILED_WHY) == 1
 
 
 def test_least_recently_used_graph_goes_first(stand_in, monkeypatch):

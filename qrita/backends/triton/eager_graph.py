@@ -123,6 +123,9 @@ _GRAPHS: OrderedDict[tuple, _Graphed] = OrderedDict()
 _SEEN: OrderedDict[tuple, None] = OrderedDict()
 _SEEN_MAX = 256
 _FAILED: set[tuple] = set()  # keys whose capture raised: they run as they are
+#: (operation, the error) of the last captures that raised, newest last (for probes: a failed
+#: capture is otherwise silent, its key runs as it is)
+FAILED_WHY: list[tuple[str, str]] = []
 _CAPTURES: dict[tuple, int] = {}  # captures made per family of keys
 _LOCK = threading.Lock()
 _WARM_UP = threading.local()  # .on while this thread warms up and captures a graph
@@ -146,6 +149,7 @@ def clear() -> None:
         _GRAPHS.clear()
         _SEEN.clear()
         _FAILED.clear()
+        FAILED_WHY.clear()
         _CAPTURES.clear()
 
 
@@ -308,6 +312,8 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
                 entry = _capture(graph_run or run, args, first.device, by_address)
             except _CaptureFailed as failed:  # a key that cannot be captured runs as it is
                 _FAILED.add(key)
+                FAILED_WHY.append((op, repr(failed.__cause__)[:400]))
+                del FAILED_WHY[:-8]
                 if writes is not None and failed.warmed:
                     return args[writes]  # the warm-up's result, in place
             else:
