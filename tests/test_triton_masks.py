@@ -941,23 +941,29 @@ def test_wide_compaction_unswitched_and_exp2(monkeypatch, dtype):
     V = 1001
     x = _wide_edge_rows(np.random.default_rng(37), V, grammar_fracs=(0.5,))
     stats = {}
-    for unswitch, exp2 in ((False, False), (True, False), (True, True)):
+    # (unswitch, exp2, fixed): exp2 is the float32 masses' option; the fixed-point masses (the
+    # GPU default, ``widefixed``) with and without the unswitched loop
+    for unswitch, exp2, fixed in ((False, False, False), (True, False, False),
+                                  (True, True, False), (False, False, True),
+                                  (True, False, True)):
         monkeypatch.setattr(launch_module, "pipeline_config",
-                            lambda V, dtype, u=unswitch, e=exp2: replace(
+                            lambda V, dtype, u=unswitch, e=exp2, f=fixed: replace(
                                 table(V, dtype), band_percent=5, wide_lean=True, block_wide=32,
-                                block_wide2=32, wide_unswitch=u, wide_exp2=e,
-                                wide_fixed=False))  # exp2 is the float32 masses' option
+                                block_wide2=32, wide_unswitch=u, wide_exp2=e, wide_fixed=f))
         for p in (0.9, 0.99, 0.999999):
             out = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
             run_and_check(x, dtype, None, p, stats=out)
-            stats[unswitch, exp2, p] = out.cpu().numpy()
+            stats[unswitch, exp2, fixed, p] = out.cpu().numpy()
         assert any(kwargs.get("UNSWITCH") is unswitch and kwargs.get("EXP2") is exp2
+                   and kwargs.get("FIXED", False) is fixed
                    for _, _, kwargs in launches), launches
     for p in (0.9, 0.99, 0.999999):
-        np.testing.assert_array_equal(stats[True, False, p], stats[False, False, p])
-        np.testing.assert_array_equal(stats[True, True, p], stats[False, False, p])
-    taken = np.concatenate([stats[True, True, p] for p in (0.9, 0.99, 0.999999)])
-    assert (taken[:, 13] == 1).any() and (taken[:, 4] > 0).any()  # band hits, then rounds
+        np.testing.assert_array_equal(stats[True, False, False, p], stats[False, False, False, p])
+        np.testing.assert_array_equal(stats[True, True, False, p], stats[False, False, False, p])
+        np.testing.assert_array_equal(stats[True, False, True, p], stats[False, False, True, p])
+    for exp2, fixed in ((True, False), (False, True)):
+        taken = np.concatenate([stats[True, exp2, fixed, p] for p in (0.9, 0.99, 0.999999)])
+        assert (taken[:, 13] == 1).any() and (taken[:, 4] > 0).any()  # band hits, then rounds
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_wide_fixed_masses_answer_does_not_depend_on_the_band(monkeypatch, dtype):
