@@ -1211,10 +1211,11 @@ if [[ $stage == s41c ]]; then  # (~420 s) the wide compaction's unswitched loop 
   PROF_BATCH=1,64,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-110}" \
     prof_tables wu_ topp0.9,topp0.99 zipf default wideunswitch=1x0
 fi
-if [[ $stage == s41b ]]; then  # (~480 s) top_k's graph by address ahead of the one-launch kernel at 9-16 rows (QRITA_EAGER_GRAPHS_TOP_K_FROM 17, the old path, then 9, the default), its GPU tests and the mended capture test; the sampler's graphs off / on at B = 8 and 64 (s41a timed B = 1 only on both sides)
+if [[ $stage == s41b ]]; then  # (~480 s) top_k's graph by address ahead of the one-launch kernel at 9-16 rows (QRITA_EAGER_GRAPHS_TOP_K_FROM 17, the old path, then 9, the default), its GPU tests, the mended capture test and the sampler's graphs with their host counters; the sampler's graphs off / on at B = 8 and 64 (s41a timed B = 1 only on both sides)
   e=tests/test_eager_graph.py
-  gpu_tests s41b "${TESTS_S:-200}" $e::test_gpu_the_capture_records_what_the_warm_up_ran \
+  gpu_tests s41b "${TESTS_S:-240}" $e::test_gpu_the_capture_records_what_the_warm_up_ran \
     $e::test_gpu_top_k_graphs_by_address_equal_the_plain_path \
+    $e::test_gpu_sampler_graphs_equal_the_plain_path \
     "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[16]"
   # whether the sampler's graphs replay at B = 8 (s41a: eager B = 8 no faster with them) and
   # top_k's at 12-16 rows; a failed capture's error is printed

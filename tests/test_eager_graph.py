@@ -295,7 +295,8 @@ def test_the_warm_up_takes_the_capture_path(stand_in, monkeypatch):
 
 
 def test_sampler_replays_with_new_seeds_and_offsets(stand_in, monkeypatch):
-    """``sample`` takes the graphs too: its seed and offset go in as device values, so a decode
+    """``sample`` takes the graphs too: its seed and offset go in as values copied into the
+    graph's static buffer (one host tensor, pinned on a GPU), so a decode
     loop's new offset (or seed) each call replays one graph; every call's tokens (and
     log-probabilities) equal the plain path's bit for bit: Python int seeds and offsets, per-row
     seed and offset tensors, and seed None, whose per-row seeds the graph path derives on the
@@ -326,7 +327,7 @@ def test_sampler_replays_with_new_seeds_and_offsets(stand_in, monkeypatch):
         want = _plain(monkeypatch, sampling_ops.sample, x, p=0.9, seed=call * 1000, offset=None)
         assert torch.equal(sampling_ops.sample(x, p=0.9, seed=call * 1000), want)
     # (the int seeds with offset None replay the first case's graph: ints and None go in as
-    # one device value each)
+    # one value each)
     assert len(stand_in) == len(cases) + 1
     # seed None: the kernels' fresh per-row seeds, from one fixed fresh seed
     monkeypatch.setattr(philox, "fresh_seed", lambda: 2**63 - 5)

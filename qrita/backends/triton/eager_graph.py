@@ -30,7 +30,8 @@ default:
   topp0.9 209.2 -> 179.4, bf16 topk50 72.4 -> 56.3, topp0.9 210.7 -> 158.6; B = 256 3-5% less.
 
 - ``sample`` (``QRITA_EAGER_GRAPHS_SAMPLE``, ``0`` turns it off), with its seed and offset as
-  device values (``sampling_ops._device_counters``), so a new seed or offset is not a new key;
+  values (``sampling_ops._host_counters``: one pinned host tensor, copied into the graph's
+  static buffer at each call), so a new seed or offset is not a new key;
   above the static graphs' batches, by address. H100, zipf, V = 131072, eager us off -> on
   (forty-first session): B = 1 fp32 topk50 193.3 -> 57.5, topp0.9 171.3 -> 52.9,
   topk100_topp0.9 198.0 -> 59.8, topk1000 242.6 -> 74.4, bf16 topk50 219.1 -> 54.9; B = 8
@@ -236,7 +237,7 @@ def _capture(run: Callable[..., Any], args: Sequence[Any], device: torch.device,
     """Static copies of ``args``' tensors (those at ``by_address`` themselves), and the graph of
     ``run`` on them. The graph keeps no reference to a tensor taken by address. Raises
     :class:`_CaptureFailed` (from the error) if the warm-up or the capture raises."""
-    static = tuple(a if i in by_address or not isinstance(a, torch.Tensor) else a.clone()
+    static = tuple(a if i in by_address or not isinstance(a, torch.Tensor) else _static_copy(a, device)
                    for i, a in enumerate(args))
     warmed = False
     _WARM_UP.on = True
@@ -250,6 +251,15 @@ def _capture(run: Callable[..., Any], args: Sequence[Any], device: torch.device,
         _WARM_UP.on = False
     return _Graphed(graph, tuple(None if i in by_address else a for i, a in enumerate(static)),
                     output)
+
+
+def _static_copy(a: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A graph's static buffer for the tensor argument ``a``, on ``device`` (the graph's), with
+    ``a``'s values: a clone, or for a host tensor (pinned: the sampler's seed and offset
+    values) a buffer on the device it is copied into with no host synchronisation."""
+    if a.device == device or device.type != "cuda":
+        return a.clone()
+    return torch.empty_like(a, device=device).copy_(a, non_blocking=True)
 
 
 def _copy_out(output: Any) -> Any:
@@ -335,7 +345,9 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
             # (also after the capture: the warm-up of an in-place graph_run wrote into them)
             for static, a in zip(entry.inputs, args):
                 if static is not None and isinstance(a, torch.Tensor):
-                    static.copy_(a)
+                    # (non_blocking: a pinned host tensor's copy is not waited for; on the
+                    # device it changes nothing)
+                    static.copy_(a, non_blocking=True)
             entry.graph.replay()
             return args[writes] if writes is not None else _copy_out(entry.output)
     # outside the lock: the launches may make graphed calls of their own (the sampler's mask)

@@ -752,25 +752,30 @@ def sample(
     static = eager_graph.SAMPLE and eager_graph.usable(x)
     if static or (eager_graph.SAMPLE and eager_graph.usable_by_address(x)):
         # QRITA_EAGER_GRAPHS_SAMPLE (default on): the same launches, replayed from a graph
-        # qrita captured; the seed and offset go in as device values, so a new seed or offset
-        # is not a new key; above the static graphs' batches (QRITA_EAGER_GRAPHS_ADDRESS_ROWS)
-        # the logits by address
-        seeds, offsets = _device_counters(seed, offset, x.shape[0], x.device)
-        return eager_graph.cached_call("sample", _sample_launches,
-                                       (x, k, p, min_p, temperature, seeds, offsets,
-                                        return_logprob),
-                                       by_address=() if static else (0,))
+        # qrita captured; the seed and offset go in as values (one pinned host buffer, copied
+        # into the graph's static buffer), so a new seed or offset is not a new key; above the
+        # static graphs' batches (QRITA_EAGER_GRAPHS_ADDRESS_ROWS) the logits by address
+        counters, n_seed = _host_counters(seed, offset, x.shape[0], x.device)
+        return eager_graph.cached_call(
+            "sample", _sample_with_counters,
+            (x, k, p, min_p, temperature,
+             seed if isinstance(seed, torch.Tensor) else None,
+             offset if isinstance(offset, torch.Tensor) else None,
+             counters, n_seed, return_logprob),
+            by_address=() if static else (0,))
     return _sample_launches(x, k, p, min_p, temperature, seed, offset, return_logprob)
 
 
-def _device_counters(seed: int | torch.Tensor | None, offset: int | torch.Tensor | None,
-                     batch: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """The seed and offset as device int64 tensors of uint64 bit patterns, meaning for the
-    kernels exactly what the arguments mean: a Python int as one value for every row (shape
-    (1,)), None as the seed as a fresh host seed plus ``row x philox.ROW_SEED_STEP`` per row (the
-    kernels' SEED_MODE 2, shape (B,)), None as the offset 0; tensors pass as they are. The host
-    values go in with one copy from pinned memory, ordered on the current stream (torch's
-    pinned-memory cache keeps the block until the copy has run): no host synchronisation."""
+def _host_counters(seed: int | torch.Tensor | None, offset: int | torch.Tensor | None,
+                   batch: int, device: torch.device) -> tuple[torch.Tensor | None, int]:
+    """The seed and offset values given on the host, as one int64 tensor of uint64 bit
+    patterns (pinned, for a CUDA ``device``) and how many of its words are the seed's: a
+    Python int as one value for every row, None as the seed as a fresh host seed plus
+    ``row x philox.ROW_SEED_STEP`` per row (the kernels' SEED_MODE 2, B words), None as the
+    offset 0; tensors are not in it (None when both are tensors). Copied to the device with no
+    host synchronisation (``eager_graph.cached_call`` copies it into its static buffer,
+    :func:`_sample_with_counters` otherwise; torch's pinned-memory cache keeps the block until
+    the copy has run)."""
     host: list[int] = []
     if seed is None:
         base = philox.fresh_seed()
@@ -781,12 +786,23 @@ def _device_counters(seed: int | torch.Tensor | None, offset: int | torch.Tensor
     if not isinstance(offset, torch.Tensor):
         host.append(philox._u64_scalar_bits(offset))
     if not host:
-        return seed, offset
-    staged = torch.tensor(host, dtype=torch.int64, pin_memory=device.type == "cuda")
-    values = staged.to(device, non_blocking=True)
-    seeds = values[:n_seed] if n_seed else seed
-    offsets = offset if isinstance(offset, torch.Tensor) else values[n_seed:]
-    return seeds, offsets
+        return None, 0
+    return torch.tensor(host, dtype=torch.int64, pin_memory=device.type == "cuda"), n_seed
+
+
+def _sample_with_counters(x: torch.Tensor, k: Row, p: Row, min_p: Row, temperature: Row,
+                          seed: torch.Tensor | None, offset: torch.Tensor | None,
+                          counters: torch.Tensor | None, n_seed: int,
+                          return_logprob: bool) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_sample_launches` with the seed and offset given as tensors (``seed`` /
+    ``offset``) or, where those are None, as words of ``counters`` (:func:`_host_counters`: the
+    seed's ``n_seed`` words, then the offset's), which are moved to x's device first if they
+    are not there (a call that does not replay; a graph's static copy is there already)."""
+    if counters is not None and counters.device != x.device:
+        counters = counters.to(x.device, non_blocking=True)
+    seeds = seed if seed is not None else counters[:n_seed]
+    offsets = offset if offset is not None else counters[n_seed:]
+    return _sample_launches(x, k, p, min_p, temperature, seeds, offsets, return_logprob)
 
 
 def _sample_launches(x: torch.Tensor, k: Row, p: Row, min_p: Row, temperature: Row,
