@@ -192,6 +192,15 @@ class Cell:
     p: float | None = None
 
 
+def _select_scenarios(want: set[str] | None) -> list[tuple[str, int]]:
+    """:data:`SELECT_SCENARIOS`, and any other ``k<N>`` named in ``--scenarios`` (e.g. k4096:
+    the k the fast path does not take)."""
+    extra = sorted((name, int(name[1:])) for name in (want or ())
+                   if name[:1] == "k" and name[1:].isdigit()
+                   and name not in dict(SELECT_SCENARIOS))
+    return SELECT_SCENARIOS + extra
+
+
 def grid_cells(args) -> list[Cell]:
     """Every cell of the grid, in run order (inputs are shared by consecutive cells)."""
     out = []
@@ -205,7 +214,7 @@ def grid_cells(args) -> list[Cell]:
                             if want is None or name in want:
                                 out.append(Cell("masks", w, name, B, V, dt, k, p))
                     if "top_k" in args.ops:
-                        for name, k in SELECT_SCENARIOS:
+                        for name, k in _select_scenarios(want):
                             if (want is None or name in want) and k <= V:
                                 out.append(Cell("top_k", w, name, B, V, dt, k, None))
                     if "sample" in args.ops:

@@ -1203,13 +1203,20 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
 fi
-if [[ $stage == s41c ]]; then  # (~420 s) the wide compaction's unswitched loop (wideunswitch=1x0; prepared in the thirty-fourth session, never timed; with the fixed-point masses, the default since, its fp32 loop 223 -> 197 sm90 instructions per tile): GPU tests under it, then top-p profiles at B = 1, 64, 1024, fp32 and bf16, default against it
+if [[ $stage == s41c ]]; then  # (~420 s) the wide compaction's unswitched loop (wideunswitch=1x0; prepared in the thirty-fourth session, never timed; with the fixed-point masses, the default since, its fp32 loop 223 -> 197 sm90 instructions per tile): GPU tests under it, then top-p profiles at B = 1, 64, 1024, fp32 and bf16, default against it; top_k at k = 2048 / 4096
   QRITA_LAUNCH_TABLE=wideunswitch=1x0 gpu_tests s41c "${TESTS_S:-150}" \
     "tests/test_triton_masks.py::test_gpu_batches[zipf-1024]" \
     "tests/test_triton_masks.py::test_gpu_batches[gaussian-64]" \
     tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant
   PROF_BATCH=1,64,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-110}" \
     prof_tables wu_ topp0.9,topp0.99 zipf default wideunswitch=1x0
+  # top_k past the fast path's k (issue 4 asks for k up to 4096 on it): where k2048 / k4096
+  # stand against torch.topk
+  timeout "${BENCH_S:-90}" python3 benchmarks/bench.py --out "$OUT/large_k" --ops top_k \
+    --vocab 131072 --dtypes float32 --batch 1,64,1024 --workloads zipf \
+    --scenarios k1000,k2048,k4096 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
+    > "$OUT/bench_large_k.log" 2>&1
+  echo "large k exit $?"; tail -c 1800 "$OUT/bench_large_k.log"
 fi
 if [[ $stage == s41b ]]; then  # (~480 s) top_k's graph by address ahead of the one-launch kernel at 9-16 rows (QRITA_EAGER_GRAPHS_TOP_K_FROM 17, the old path, then 9, the default), its GPU tests, the mended capture test and the sampler's graphs with their host counters; the sampler's graphs off / on at B = 8 and 64 (s41a timed B = 1 only on both sides)
   e=tests/test_eager_graph.py

@@ -61,6 +61,10 @@ def test_grid_cells():
     assert (c.k, c.p) == (100, 0.9)
     only = bench.grid_cells(bench.parse_args(["--quick", "--scenarios", "topk50,k50"]))
     assert {c.scenario for c in only} == {"topk50", "k50"}
+    # any other k<N> named is a selection scenario too (k beyond the fast path's slots)
+    large = bench.grid_cells(bench.parse_args(["--quick", "--ops", "top_k", "--scenarios",
+                                               "k4096,k2048"]))
+    assert {(c.scenario, c.k) for c in large} == {("k4096", 4096), ("k2048", 2048)}
 
 
 def test_workloads_shapes():
