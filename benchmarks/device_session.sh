@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1202,6 +1202,14 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
     prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
+fi
+if [[ $stage == s41d ]]; then  # (~380 s) top_k's search writing the selection itself (selfuse=1x0, new this session: one launch after pass A instead of three): its GPU tests under it, then k50 profiles (graph us, kernels) at B = 16, 64, 256, 1024, fp32 and bf16, default against it
+  QRITA_LAUNCH_TABLE=selfuse=1x0 gpu_tests s41d "${TESTS_S:-150}" \
+    tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant \
+    tests/test_triton_top_k.py::test_gpu_top_k_real_vocab \
+    tests/test_triton_top_k.py::test_gpu_top_k_cuda_graph
+  PROF_BATCH=16,64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-100}" \
+    prof_tables sf_ k50 zipf default selfuse=1x0
 fi
 if [[ $stage == s41c ]]; then  # (~420 s) the wide compaction's unswitched loop (wideunswitch=1x0; prepared in the thirty-fourth session, never timed; with the fixed-point masses, the default since, its fp32 loop 223 -> 197 sm90 instructions per tile): GPU tests under it, then top-p profiles at B = 1, 64, 1024, fp32 and bf16, default against it; top_k at k = 2048 / 4096
   QRITA_LAUNCH_TABLE=wideunswitch=1x0 gpu_tests s41c "${TESTS_S:-150}" \

@@ -31,6 +31,7 @@ def test_aot_compiles_for_nvidia_and_amd():
                       if ln.split()[1:4] == [target, dtype, "select_smallest"]]
             assert len(select) == 1, (target, dtype)
             assert " one_launch_select_True=" in select[0]
+            assert " threshold_select_True=" in select[0]
             if dtype == aot.ALL_VARIANTS_DTYPE:
                 variants = [(s, lp) for lp in (False, True) for s in ("band", "rounds")]
             else:

@@ -170,3 +170,57 @@ def test_top_k_sort_routes(monkeypatch, route):
         xd = generators.to_dtype(x, dtype)
         for k, mode in [(1, "largest"), (37, "smallest"), (300, "largest")]:
             check(xd, dtype, k, mode, True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fused_select_gives_the_oracle_selection(monkeypatch, dtype):
+    """``selfuse`` (the launch table; ``fused_select``): the per-row search writes the selection
+    itself, sorted when asked (``threshold_select_kernel``), in place of the search,
+    ``write_select_kernel`` and the sort. On every generator family at once (ties at the
+    boundary, all-equal, -inf, NaN, +inf rows), V = 3 and 301, k from 1 to V (bfloat16: 50
+    and V), largest and smallest, sorted and not: the oracle's values and indices, rows on the candidates, the
+    fallback and k = V alike; and every such call launches the fused kernel, never the
+    other two."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+
+    real_config = launch_module.pipeline_config
+    # (the interpreter's table retries from k = 5: the fused form takes calls without it)
+    fused_config = lambda V, dt: replace(real_config(V, dt), fused_select=True,  # noqa: E731
+                                         retry_min_k=4097)
+    monkeypatch.setattr(launch_module, "pipeline_config", fused_config)
+    monkeypatch.setattr(ops, "pipeline_config", fused_config)
+    launched = []
+    real_launch_site = launch_module.launch_site
+
+    def recorded(site, kernel, *args, **kwargs):
+        launched.append(getattr(kernel, "__name__", None) or kernel.fn.__name__)
+        return real_launch_site(site, kernel, *args, **kwargs)
+
+    monkeypatch.setattr(launch_module, "launch_site", recorded)
+    rng = np.random.default_rng(41)
+    for V in (3, 301):
+        x = np.concatenate([rows for _, rows in generators._family_batches(V, rng)])
+        x = generators.to_dtype(x, dtype)
+        # (the interpreter sorts 512 slots slowly: k near V = 301 unsorted only; 16-bit rows
+        # fewer calls, the same kernel)
+        ks = {1, 50, V - 1, V} if dtype == "float32" else {50, V}
+        for k in sorted(ks & set(range(1, V + 1))):
+            for mode, sorted_ in (("largest", True), ("smallest", True), ("largest", False)):
+                if sorted_ and k > 128:
+                    continue
+                launched.clear()
+                check(x, dtype, k, mode, sorted_)
+                assert "threshold_select_kernel" in launched, launched
+                assert not {"threshold_kernel", "write_select_kernel",
+                            "sort_selection_kernel"} & set(launched), launched
+    # the GPU's and the interpreter's own tables keep it off, and a call with the retry or a
+    # sort past SORT_MAX never takes it
+    cfg = real_config(1023, torch.float32)
+    assert not cfg.fused_select
+    on = replace(cfg, fused_select=True)
+    assert not launch_module.fused_select_applies(on, 1023, on.retry_min_k, False)
+    assert not launch_module.fused_select_applies(replace(on, retry_min_k=4097), 2000, 1025,
+                                                  True)
+    assert launch_module.fused_select_applies(replace(on, retry_min_k=4097), 2000, 1025, False)

@@ -28,6 +28,7 @@ from triton.backends.compiler import GPUTarget
 
 from qrita.backends.triton import (
     fused_sample,
+    fused_select,
     fused_topp,
     hist_band,
     one_launch,
@@ -149,6 +150,16 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "sel_val_ptr": f"*{ty}", "sel_idx_ptr": "*i64"},
                 dict(one, SMALLEST=flags["SMALLEST"], SORTED=sorted_,
                      K_P2=one_launch.SORT_MAX if sorted_ else 16), target, 8)
+        for sorted_ in (False, True) if dtype == ALL_VARIANTS_DTYPE else (True,):
+            # ``top_k``'s search writing the selection (the launch table's ``selfuse``)
+            out[f"threshold_select_{sorted_}"] = _compile(fused_select.threshold_select_kernel, {
+                "x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
+                "seg_f_ptr": "*fp32", "seg_i_ptr": "*i32", "V": "i32", "stride_x": "i64",
+                "k": "i64", "nseg": "i32", "sel_val_ptr": f"*{ty}", "sel_idx_ptr": "*i64",
+                "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "seg_before_ptr": "*i32"},
+                dict(SMALLEST=flags["SMALLEST"], SORTED=sorted_,
+                     K_P2=one_launch.SORT_MAX if sorted_ else 1, BLOCK=block, CAP_SEG=cap_seg,
+                     NSEG_P2=nseg_p2, DENSE=1024, SAMPLE=sample), target, 8)
         out["uniforms"] = _compile(philox._uniform_kernel, {
             "seed_ptr": "*i64", "offset_ptr": "*i64", "n": "i32", "seed_scalar": "i64",
             "offset_scalar": "i64", "seed_stride": "i32", "offset_stride": "i32",

@@ -14,6 +14,7 @@ import triton
 
 from qrita.backends.triton import eager_graph, fastlaunch, philox
 from qrita.backends.triton.fused_sample import fused_topk_sample_kernel, selection_sample_kernel
+from qrita.backends.triton.fused_select import threshold_select_kernel
 from qrita.backends.triton.fused_topp import fused_topp_sample_kernel
 from qrita.backends.triton.hist_band import hist_band_count_kernel, hist_band_merge_kernel
 from qrita.backends.triton.one_launch import (
@@ -133,7 +134,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     no NaN key is reached (``wideunswitch=1x0``; off) and its band weights by exp2
     (``wideexp2=1x0``; off), or the wide stage's masses in fixed point (``widefixed=1x0``;
     off) and, with them, the band from the one-launch count histogram at batches of at most B
-    rows (``histsmall=Bx0``; off)."""
+    rows (``histsmall=Bx0``; off), or ``top_k``'s search writing the selection itself, sorted
+    when asked (``selfuse=1x0``; off: one launch after pass A instead of three)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -289,6 +291,10 @@ class PipelineConfig:
     block_cand_mid: int = 0
     warps_cand_mid: int = 0
     cand_mid_rows: int = 0
+    # ``top_k`` with a scalar k below the retry's: the per-row search writes the selection
+    # itself, sorted when asked (``fused_select.threshold_select_kernel``): one launch instead
+    # of the search, ``write_select_kernel`` and the sort (``selfuse=1x0``; off until timed)
+    fused_select: bool = False
 
     def __post_init__(self):
         # hashed once: the per-call caches (_plan, small_k_search, ...) key on the config, and
@@ -651,6 +657,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # (the count in a launch of its own, 72 registers per thread instead of 122: 466.6 us, and
     # 21.8 for the compaction's exits, vs 474.3 in one kernel at bf16 B = 1024; not kept. Its
     # time is its shared-memory histogram and weights: ~49 instructions per entry, sm90 SASS)
+    # ``selfuse=1x0``: sorted / unsorted ``top_k`` (scalar k below ``retry_min_k``) in one
+    # launch after pass A: the search writes the selection (the same integers decide it, so
+    # the same bits). Saves two launches and their gaps (H100, B = 64 fp32 k50: write_select
+    # 2.2 us, sort 2.3, BENCHMARKS.md fortieth session); off until timed
+    fused_select = _table_override("selfuse", (0, 0))[0] == 1
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
@@ -716,7 +727,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           cap_small=min(cap_small, cap) if cap_small > 0 else 0,
                           cand_small_kp=cand_small_kp,
                           block_cand_mid=_tile_in_segment(block_cand_mid, seg_len),
-                          warps_cand_mid=warps_cand_mid, cand_mid_rows=cand_mid_rows)
+                          warps_cand_mid=warps_cand_mid, cand_mid_rows=cand_mid_rows,
+                          fused_select=fused_select)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -889,9 +901,12 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     return parts
 
 
-def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_info):
+def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_info,
+            fused_sort=None):
     """Launches 0, 1 and 2: cutoff per row, candidates per segment, then the per-row search
-    (and fallback); with top-p on a mask, the wide stage's launches."""
+    (and fallback); with top-p on a mask, the wide stage's launches. ``fused_sort`` (a
+    selection with :func:`fused_select_applies`): None, or whether the search's launch also
+    writes the selection sorted (False: in index order): ``threshold_select_kernel``."""
     batch, vocab = x.shape
     k_array = isinstance(k, torch.Tensor)
     # the wide stage takes top-p rows without top-k: none when a scalar k applies to every row
@@ -944,6 +959,16 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         launch_site((site, "candidates", again), candidates_kernel, (batch, cfg.nseg),
                     x, k_ptr, p_ptr, cutoff, vocab, stride_x, cfg.seg_len, k_scalar, p_scalar,
                     row_info, cand_val, cand_idx, seg_f, seg_i, **plan[f"candidates_{again}"])
+        if fused_sort is not None:  # (no retry, one stage: fused_select_applies)
+            thr = plan["threshold_False_0"]
+            launch_site((site, "threshold_select", fused_sort), threshold_select_kernel,
+                        (batch,), x, cand_val, cand_idx, seg_f, seg_i, vocab, stride_x,
+                        k_scalar, cfg.nseg, sel_val, sel_idx, row_info, ws["row_f"],
+                        seg_before, SMALLEST=smallest, SORTED=fused_sort,
+                        K_P2=next_pow2(k_scalar) if fused_sort else 1, BLOCK=thr["BLOCK"],
+                        CAP_SEG=thr["CAP_SEG"], NSEG_P2=thr["NSEG_P2"], DENSE=thr["DENSE"],
+                        SAMPLE=thr["SAMPLE"], num_warps=thr["num_warps"])
+            continue
         for stage in threshold_stages(k is not None, p is not None):
             launch_site((site, "threshold", again, stage), threshold_kernel, (batch,),
                         x, k_ptr, p_ptr, cand_val, cand_idx, seg_f, seg_i,
@@ -1550,6 +1575,32 @@ def launch_select(x: torch.Tensor, k: int, *, smallest: bool, with_key: bool = F
         WITH_KEY=with_key, num_warps=cfg.warps_stream,
     )
     return (sel_val, sel_idx, sel_key) if with_key else (sel_val, sel_idx)
+
+
+def fused_select_applies(cfg: PipelineConfig, vocab: int, k: int, sorted: bool) -> bool:
+    """Whether ``top_k`` of scalar ``k`` takes :func:`launch_select_fused`: the launch table's
+    ``selfuse``, no top-k retry (k below ``retry_min_k``), the search in one launch, and a
+    sorted selection that fits the in-register sort (k <= SORT_MAX)."""
+    return (cfg.fused_select and 0 < k <= vocab and k < cfg.retry_min_k
+            and threshold_stages(True, False) == (0,) and (not sorted or k <= SORT_MAX))
+
+
+def launch_select_fused(x: torch.Tensor, k: int, *, smallest: bool, sorted: bool,
+                        config: PipelineConfig | None = None):
+    """:func:`launch_select` (then, when ``sorted``, the selection sorted by rank) with the
+    per-row search writing the selection itself (``threshold_select_kernel``): three launches
+    after pass A become one. Only where :func:`fused_select_applies`.
+
+    Returns values (B, k) of x's dtype and indices (B, k) int64, by rank when ``sorted``, else
+    in index order.
+    """
+    batch, vocab = x.shape
+    cfg = call_config(config or pipeline_config(vocab, x.dtype), vocab, k, None)
+    sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
+    sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
+    _search(x, k, None, cfg, smallest=smallest, select=True, out=None, sel_val=sel_val,
+            sel_idx=sel_idx, fill=0.0, row_info=None, fused_sort=sorted)
+    return sel_val, sel_idx
 
 
 @functools.lru_cache(maxsize=64)

@@ -200,27 +200,41 @@ def select_rows(
                          True, False, False, False, SMALLEST, True, False, BLOCK, CAP_SEG,
                          NSEG_P2, DENSE, SAMPLE, False, False, 0)
         tl.debug_barrier()  # the row's mode, T, budget and per-segment counts are written
-        mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
-        sel_val = sel_val_ptr + row64 * k
-        sel_idx = sel_idx_ptr + row64 * k
-        if mode == 1:  # the kept candidates at their ranks in index order
-            for s in range(0, nseg):
-                cx, cidx, kept, kept_rank = segment_kept(
-                    cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_ptr, row64, s,
-                    nseg, CAP_SEG, NSEG_P2, SMALLEST)
-                tl.store(sel_val + kept_rank, cx.to(sel_val_ptr.dtype.element_ty), mask=kept)
-                tl.store(sel_idx + kept_rank, cidx.to(tl.int64), mask=kept)
-        elif mode == 0:  # k == V: every entry
-            row_x = x_ptr + row64 * stride_x
-            for off in range(0, V, BLOCK):
-                offs = off + tl.arange(0, BLOCK)
-                valid = offs < V
-                tl.store(sel_val + offs, tl.load(row_x + offs, mask=valid), mask=valid)
-                tl.store(sel_idx + offs, offs.to(tl.int64), mask=valid)
-        if SORTED:
-            tl.debug_barrier()  # the whole selection is written
-            sort_selection(x_ptr + row64 * stride_x, sel_val, sel_idx, k, SMALLEST, K_P2)
+        write_row_selection(x_ptr, V, stride_x, k, cand_val_ptr, cand_idx_ptr, seg_i_ptr,
+                            row_i_ptr, seg_before_ptr, sel_val_ptr, sel_idx_ptr, row64, nseg,
+                            SMALLEST, SORTED, K_P2, BLOCK, CAP_SEG, NSEG_P2)
     return is_last
+
+
+@triton.jit
+def write_row_selection(x_ptr, V, stride_x, k, cand_val_ptr, cand_idx_ptr, seg_i_ptr,
+                        row_i_ptr, seg_before_ptr, sel_val_ptr, sel_idx_ptr, row64, nseg,
+                        SMALLEST: tl.constexpr, SORTED: tl.constexpr, K_P2: tl.constexpr,
+                        BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr):
+    """One row's selection (B, k) once its search has run in this program (mode, T, budget and
+    the segments' counts written, and visible: a barrier before): the kept candidates at their
+    ranks in index order (mode 1), every entry (mode 0: k == V), or what the full-row fallback
+    wrote (mode 2); then, when SORTED, reordered by rank (:func:`sort_selection`; k <= K_P2)."""
+    mode = tl.load(row_i_ptr + row64 * ROW_I + 0)
+    sel_val = sel_val_ptr + row64 * k
+    sel_idx = sel_idx_ptr + row64 * k
+    if mode == 1:  # the kept candidates at their ranks in index order
+        for s in range(0, nseg):
+            cx, cidx, kept, kept_rank = segment_kept(
+                cand_val_ptr, cand_idx_ptr, seg_i_ptr, row_i_ptr, seg_before_ptr, row64, s,
+                nseg, CAP_SEG, NSEG_P2, SMALLEST)
+            tl.store(sel_val + kept_rank, cx.to(sel_val_ptr.dtype.element_ty), mask=kept)
+            tl.store(sel_idx + kept_rank, cidx.to(tl.int64), mask=kept)
+    elif mode == 0:  # k == V: every entry
+        row_x = x_ptr + row64 * stride_x
+        for off in range(0, V, BLOCK):
+            offs = off + tl.arange(0, BLOCK)
+            valid = offs < V
+            tl.store(sel_val + offs, tl.load(row_x + offs, mask=valid), mask=valid)
+            tl.store(sel_idx + offs, offs.to(tl.int64), mask=valid)
+    if SORTED:
+        tl.debug_barrier()  # the whole selection is written
+        sort_selection(x_ptr + row64 * stride_x, sel_val, sel_idx, k, SMALLEST, K_P2)
 
 
 @triton.jit

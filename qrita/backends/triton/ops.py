@@ -14,11 +14,14 @@ from qrita.backends.triton import eager_graph
 from qrita.backends.triton.launch import (
     ROW_INFO,
     chunk_rows,
+    fused_select_applies,
     interpreting,
     launch_mask,
     launch_select,
+    launch_select_fused,
     launch_select_one,
     one_launch,
+    pipeline_config,
     sort_selection_rows,
 )
 from qrita.backends.triton.one_launch import SORT_MAX
@@ -214,9 +217,15 @@ def _top_k_launches(src: torch.Tensor, k: int, smallest: bool, sorted: bool):
         parts = [top_k(src[r0:r0 + chunk], k, mode="smallest" if smallest else "largest",
                        sorted=sorted) for r0 in range(0, batch, chunk)]
         return torch.cat([v for v, _ in parts]), torch.cat([i for _, i in parts])
+    kernel_sort = os.environ.get("QRITA_SELECT_SORT", "kernel") == "kernel"
+    if ((not sorted or kernel_sort)
+            and fused_select_applies(pipeline_config(src.shape[1], src.dtype), src.shape[1], k,
+                                     sorted)):
+        # (``selfuse``) the per-row search writes the selection, sorted when asked
+        return launch_select_fused(src, k, smallest=smallest, sorted=sorted)
     if not sorted:
         return launch_select(src, k, smallest=smallest)
-    if k <= SORT_MAX and os.environ.get("QRITA_SELECT_SORT", "kernel") == "kernel":
+    if k <= SORT_MAX and kernel_sort:
         # one program per row sorts its k survivors in registers (no torch sort, no gathers)
         vals, idx = launch_select(src, k, smallest=smallest)
         return sort_selection_rows(src, vals, idx, smallest=smallest)
