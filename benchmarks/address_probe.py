@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -20,28 +19,14 @@ import qrita  # noqa: E402
 from qrita.backends.triton import eager_graph  # noqa: E402
 from qrita.testing import generators  # noqa: E402
 
-
-def probe(name, fn, calls=12):
-    times = []
-    for _ in range(calls):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        out = fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        t2 = time.perf_counter()
-        times.append((round((t1 - t0) * 1e6), round((t2 - t0) * 1e6)))
-        del out
-    print(name, "host/total us per call:", times)
-    print("  graphs", len(eager_graph._GRAPHS), "seen", len(eager_graph._SEEN), "failed",
-          len(eager_graph._FAILED), "captures", dict(eager_graph._CAPTURES))
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from graph_probe import time_calls  # noqa: E402
 
 rng = np.random.default_rng(0)
 x = torch.tensor(generators.zipf_logits(64, 131072, 1.1, rng), device="cuda")
-probe("topk50 fp32 B=64", lambda: qrita.top_k_mask(x, 50))
-probe("topp0.9 fp32 B=64", lambda: qrita.top_p_mask(x, 0.9))
-probe("top_k k50 fp32 B=64", lambda: qrita.top_k(x, 50))
+time_calls("topk50 fp32 B=64", lambda: qrita.top_k_mask(x, 50), 12)
+time_calls("topp0.9 fp32 B=64", lambda: qrita.top_p_mask(x, 0.9), 12)
+time_calls("top_k k50 fp32 B=64", lambda: qrita.top_k(x, 50), 12)
 for name, fn in (("topk50", lambda: qrita.top_k_mask(x, 50)),
                  ("topp0.9", lambda: qrita.top_p_mask(x, 0.9))):
     print(name, "do_bench median us", round(do_bench(fn, warmup=5, rep=20,

@@ -48,13 +48,9 @@ def _call(op: str, scenario: str, x: torch.Tensor):
     raise SystemExit(f"unknown op {op!r} (sample, top_k, mask)")
 
 
-def probe(case: str, vocab: int, calls: int) -> None:
-    op, scenario, batch, dtype = case.split(":")
-    rng = np.random.default_rng(0)
-    x = torch.tensor(generators.zipf_logits(int(batch), vocab, 1.1, rng), device="cuda")
-    x = x.to(getattr(torch, dtype))
-    fn = _call(op, scenario, x)
-    eager_graph.clear()
+def time_calls(name: str, fn, calls: int) -> None:
+    """Print the host / synchronised µs of ``calls`` sequential calls of ``fn``, then the eager
+    graphs' bookkeeping (graphs, keys seen once, failed captures and why, captures)."""
     times = []
     for _ in range(calls):
         torch.cuda.synchronize()
@@ -65,11 +61,21 @@ def probe(case: str, vocab: int, calls: int) -> None:
         t2 = time.perf_counter()
         times.append(f"{(t1 - t0) * 1e6:.0f}/{(t2 - t0) * 1e6:.0f}")
         del out
-    print(f"{case}: host/synchronised us per call: {' '.join(times)}")
+    print(f"{name}: host/synchronised us per call: {' '.join(times)}")
     print(f"  graphs {len(eager_graph._GRAPHS)} seen {len(eager_graph._SEEN)} failed "
           f"{len(eager_graph._FAILED)} captures {sum(eager_graph._CAPTURES.values())}")
     for op_name, why in eager_graph.FAILED_WHY:
         print(f"  capture of {op_name!r} failed: {why}")
+
+
+def probe(case: str, vocab: int, calls: int) -> None:
+    """One ``op:scenario:B:dtype`` case from an empty set of graphs (:func:`time_calls`)."""
+    op, scenario, batch, dtype = case.split(":")
+    rng = np.random.default_rng(0)
+    x = torch.tensor(generators.zipf_logits(int(batch), vocab, 1.1, rng), device="cuda")
+    x = x.to(getattr(torch, dtype))
+    eager_graph.clear()
+    time_calls(case, _call(op, scenario, x), calls)
 
 
 def main() -> None:
