@@ -158,7 +158,7 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                 "k": "i64", "nseg": "i32", "sel_val_ptr": f"*{ty}", "sel_idx_ptr": "*i64",
                 "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "seg_before_ptr": "*i32"},
                 dict(SMALLEST=flags["SMALLEST"], SORTED=sorted_,
-                     K_P2=one_launch.SORT_MAX if sorted_ else 1, BLOCK=block, CAP_SEG=cap_seg,
+                     K_P2=one_launch.SORT_MAX if sorted_ else 16, BLOCK=block, CAP_SEG=cap_seg,
                      NSEG_P2=nseg_p2, DENSE=1024, SAMPLE=sample), target, 8)
         out["uniforms"] = _compile(philox._uniform_kernel, {
             "seed_ptr": "*i64", "offset_ptr": "*i64", "n": "i32", "seed_scalar": "i64",

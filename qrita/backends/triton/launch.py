@@ -961,13 +961,15 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                     row_info, cand_val, cand_idx, seg_f, seg_i, **plan[f"candidates_{again}"])
         if fused_sort is not None:  # (no retry, one stage: fused_select_applies)
             thr = plan["threshold_False_0"]
-            launch_site((site, "threshold_select", fused_sort), threshold_select_kernel,
+            # (the sort's width follows k's value: part of the site, which fixes every
+            # constexpr of the launch)
+            k_p2 = max(16, next_pow2(k_scalar)) if fused_sort else 16
+            launch_site((site, "threshold_select", fused_sort, k_p2), threshold_select_kernel,
                         (batch,), x, cand_val, cand_idx, seg_f, seg_i, vocab, stride_x,
                         k_scalar, cfg.nseg, sel_val, sel_idx, row_info, ws["row_f"],
-                        seg_before, SMALLEST=smallest, SORTED=fused_sort,
-                        K_P2=next_pow2(k_scalar) if fused_sort else 1, BLOCK=thr["BLOCK"],
-                        CAP_SEG=thr["CAP_SEG"], NSEG_P2=thr["NSEG_P2"], DENSE=thr["DENSE"],
-                        SAMPLE=thr["SAMPLE"], num_warps=thr["num_warps"])
+                        seg_before, SMALLEST=smallest, SORTED=fused_sort, K_P2=k_p2,
+                        BLOCK=thr["BLOCK"], CAP_SEG=thr["CAP_SEG"], NSEG_P2=thr["NSEG_P2"],
+                        DENSE=thr["DENSE"], SAMPLE=thr["SAMPLE"], num_warps=thr["num_warps"])
             continue
         for stage in threshold_stages(k is not None, p is not None):
             launch_site((site, "threshold", again, stage), threshold_kernel, (batch,),
