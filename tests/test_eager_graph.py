@@ -702,11 +702,12 @@ def test_gpu_top_k_graphs_by_address_equal_the_plain_path(monkeypatch, dtype):
     path's values and indices bit for bit, k = 50 and 1000, sorted and not."""
     monkeypatch.setattr(eager_graph, "ENABLED", True)
     monkeypatch.setattr(eager_graph, "ADDRESS_ROWS", 256)
+    monkeypatch.setattr(eager_graph, "TOP_K_FROM", 9)  # B = 16 takes the graph too
     eager_graph.clear()
     rng = np.random.default_rng(15)
     V = 131072
 
-    for batch in (16, 64, 256):  # 16: ahead of the one-launch kernel (``TOP_K_FROM``)
+    for batch in (16, 64, 256):  # 16: ahead of the one-launch kernel (``TOP_K_FROM`` 9)
         logits = torch.empty((batch, V), dtype=dtype, device="cuda")
         for k, is_sorted in ((50, True), (1000, True), (50, False)):
             for _ in range(3):

@@ -93,11 +93,12 @@ SAMPLE = os.environ.get("QRITA_EAGER_GRAPHS_SAMPLE", "1") == "1"
 ADDRESS_ROWS = int(os.environ.get("QRITA_EAGER_GRAPHS_ADDRESS_ROWS", "256"))
 #: ``top_k`` batches of at least this many rows take their graph by address ahead of the
 #: one-launch kernel, which then runs only a key's calls that do not replay
-#: (``QRITA_EAGER_GRAPHS_TOP_K_FROM``; 17: the one-launch kernel up to its 16 rows). H100, zipf,
-#: V = 131072, k = 50, eager one-launch against the pipeline's graph replay, us (forty-first
-#: session): B = 16 fp32 90.2 / 41.2, bf16 65.1 / 39.3; B = 8 36.7 / 31.9 (thirty-eighth
-#: session; a replay by address adds its host time), so from 9 rows
-TOP_K_FROM = int(os.environ.get("QRITA_EAGER_GRAPHS_TOP_K_FROM", "9"))
+#: (``QRITA_EAGER_GRAPHS_TOP_K_FROM``; 17: the one-launch kernel up to its 16 rows, the
+#: default). H100, zipf, V = 131072, eager us, from 17 -> from 9 (forty-second session,
+#: BENCHMARKS.md): k = 50 B = 12 fp32 49.1 -> 47.2, B = 16 48.9 -> 47.2, bf16 47.1 -> 45.3;
+#: k = 1000 bf16 B = 12 59.6 -> 68.6, B = 16 60.0 -> 68.6 (the one-launch kernel beats the
+#: pipeline's replay at large k): not taken
+TOP_K_FROM = int(os.environ.get("QRITA_EAGER_GRAPHS_TOP_K_FROM", "17"))
 #: whether masks take graphs by address (``QRITA_EAGER_GRAPHS_MASK_ADDRESS``, default on since
 #: the fortieth session's bench; ``0`` turns it off)
 MASK_ADDRESS = os.environ.get("QRITA_EAGER_GRAPHS_MASK_ADDRESS", "1") == "1"

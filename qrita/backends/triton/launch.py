@@ -131,10 +131,10 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     segments whose copies of T are all kept or none written without ranking them
     (``writecut=1x0``, default), or the band kernel's register limit (``bandregs=Rx0``,
     NVIDIA; default 128, ``0x0`` none), or the wide compaction's loop without NaN terms where
-    no NaN key is reached (``wideunswitch=1x0``; off) and its band weights by exp2
-    (``wideexp2=1x0``; off), or the wide stage's masses in fixed point (``widefixed=1x0``;
-    off) and, with them, the band from the one-launch count histogram at batches of at most B
-    rows (``histsmall=Bx0``; off), or ``top_k``'s search writing the selection itself, sorted
+    no NaN key is reached (``wideunswitch=1x0``, default) and its band weights by exp2
+    (``wideexp2=1x0``; off), or the wide stage's masses in fixed point (``widefixed=1x0``,
+    default) and, with them, the band from the one-launch count histogram at batches of at
+    most B rows (``histsmall=Bx0``; default 64), or ``top_k``'s search writing the selection itself, sorted
     when asked (``selfuse=1x0``; off: one launch after pass A instead of three)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
@@ -355,7 +355,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         ahead_small = _table_override("aheadsmall", ahead)
         wide_packed = _table_override("widepacked", (1, 0))[0] == 1  # as on the GPU
         wide_lean = _table_override("widelean", (1, 0))[0] == 1  # as on the GPU
-        wide_unswitch = _table_override("wideunswitch", (0, 0))[0] == 1  # as on the GPU
+        wide_unswitch = _table_override("wideunswitch", (1, 0))[0] == 1  # as on the GPU
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1  # as on the GPU
         wide_fixed = _table_override("widefixed", (1, 0))[0] == 1  # as on the GPU
         # as on the GPU, at the batches CI runs: the count histogram's band at B <= 2, the
@@ -527,8 +527,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # counts and sums). sm90 SASS as launched (``benchmarks/sass_loops.py``: tt.divisibility
         # on the pointers and 16-divisible ints), loop instructions per tile: the band's
         # compaction, 128 x 1 FLAT fp32, 200 -> 172; bf16's keyed count, 256 x 1, 285 -> 241.
-        # Off until timed (no device was lent in the thirty-fourth session)
-        wide_unswitch = _table_override("wideunswitch", (0, 0))[0] == 1
+        # H100 (forty-second session, BENCHMARKS.md), zipf graph us, with the fixed-point
+        # masses, off -> on: fp32 topp0.9 B = 1024 1257.2 -> 1217.4 (compaction 334.3 ->
+        # 292.6), topp0.99 1443.5 -> 1392.7; bf16 topp0.9 B = 1024 995.7 -> 923.4 (486.1 ->
+        # 412.6), B = 64 158.1 -> 151.2; B = 1 level: on (``wideunswitch=0x0`` turns it off)
+        wide_unswitch = _table_override("wideunswitch", (1, 0))[0] == 1
         # ``wideexp2=1x0``: with ``widelean``, the band compaction's (and the keyed count's)
         # weights as exp2((x - max) log2 e), exp's own computation without its fix-up for
         # results below 2^-126 (those weigh 0 instead of a subnormal): with ``wideunswitch``
