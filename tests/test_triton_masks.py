@@ -643,6 +643,53 @@ def test_small_k_search_capacity_gives_the_same_answers(monkeypatch, one):
     assert fell_back or one == "1"
 
 
+@pytest.mark.parametrize("one", ["0", "1"])
+def test_large_k_capacity_keeps_the_candidate_path(monkeypatch, one):
+    """Top-k alone with a scalar k whose candidates overflow the usual slots runs with more
+    slots per row (``large_k_config``, the launch table's ``capk``), in the pipeline and in the
+    one-launch kernels: rows that took the full-row fallback with the usual slots keep the
+    candidate path (the pipeline's stats), and masks and top_k's selections (sorted and in
+    index order) are the oracle's; with ``capk=0x0`` the usual slots, the fallback, the same
+    answers. Small k keeps the usual slots."""
+    from qrita.backends.triton import launch as launch_module
+    from qrita.reference import oracle
+
+    # (the interpreter's table has it off: its few slots keep CI's rows on the fallback)
+    V, k, on = ((4096, 100, "capk=1024x0") if launch_module.interpreting()
+                else (131072, 4096, ""))
+    monkeypatch.setenv("QRITA_LAUNCH_TABLE", on)
+    usual = launch_module.pipeline_config(V, torch.float32)
+    big = launch_module.large_k_config(usual, V, k)
+    assert big is not None and big.cap_seg > usual.cap_seg and big.cap <= usual.cap_large
+    assert launch_module.large_k_config(usual, V, V - 1) is None  # more than half the row
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", one)  # "0": the pipeline, as in a graph
+    launches = _site_launches(monkeypatch, launch_module.candidates_kernel,
+                              launch_module.one_launch_topk_mask_kernel,
+                              launch_module.one_launch_select_kernel)
+    rng = np.random.default_rng(43)
+    x = np.concatenate([generators.zipf_logits(4, V, 1.1, rng),
+                        generators.gaussian_logits(3, V, 2.0, rng),
+                        generators.quantised(generators.gaussian_logits(2, V, 2.0, rng), 8),
+                        np.sort(generators.gaussian_logits(1, V, 2.0, rng), axis=1)])
+    stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+    fallback_rows = {}
+    for table, want_cap in ((on, big.cap_seg), ("capk=0x0", usual.cap_seg)):
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", table)
+        launches.clear()
+        stats.zero_()
+        run_and_check(x, "float32", k, None, stats=stats if one == "0" else None)
+        fallback_rows[table] = int((stats[:, 0] == 2).sum())
+        for is_sorted in (True, False):
+            values, indices = ops.top_k(_to_device(x, "float32"), k, sorted=is_sorted)
+            want = oracle.top_k(x, k, sorted=is_sorted)
+            np.testing.assert_array_equal(_host(indices), want.indices)
+            np.testing.assert_array_equal(_host(values), want.values)
+        caps = {(kernel.fn.__name__, kwargs["CAP_SEG"]) for kernel, _, kwargs in launches}
+        assert caps and {c for _, c in caps} == {want_cap}, (table, caps)
+    if one == "0":  # the usual slots: nearly every row falls back; the larger: nearly none
+        assert fallback_rows["capk=0x0"] >= 8 and fallback_rows[on] <= 2, fallback_rows
+
+
 def test_wide_rounds_split_over_programs_are_exact(monkeypatch):
     """The 16-way rounds with each segment split over two programs (the launch table's
     ``roundsplit``; partial counts merged in their fixed order) give the oracle's masks on rows

@@ -215,12 +215,20 @@ def test_fused_select_gives_the_oracle_selection(monkeypatch, dtype):
                 assert "threshold_select_kernel" in launched, launched
                 assert not {"threshold_kernel", "write_select_kernel",
                             "sort_selection_kernel"} & set(launched), launched
-    # the GPU's and the interpreter's own tables keep it off, and a call with the retry or a
-    # sort past SORT_MAX never takes it
+    # the interpreter's own table keeps it off; the GPU's takes it for 16-bit rows from 256
+    # rows; a call with the retry, a sort past SORT_MAX or fewer rows never takes it
     cfg = real_config(1023, torch.float32)
     assert not cfg.fused_select
-    on = replace(cfg, fused_select=True)
-    assert not launch_module.fused_select_applies(on, 1023, on.retry_min_k, False)
-    assert not launch_module.fused_select_applies(replace(on, retry_min_k=4097), 2000, 1025,
-                                                  True)
-    assert launch_module.fused_select_applies(replace(on, retry_min_k=4097), 2000, 1025, False)
+    gpu_table = launch_module._pipeline_config.__wrapped__
+    for dt, want in ((torch.float32, (False, 0)), (torch.bfloat16, (True, 256)),
+                     (torch.float16, (True, 256))):
+        gpu = gpu_table(131072, dt, False, "")
+        assert (gpu.fused_select, gpu.fused_select_rows) == want, (dt, gpu)
+    on = replace(cfg, fused_select=True, retry_min_k=4097)
+    assert not launch_module.fused_select_applies(replace(on, retry_min_k=1023), 1023, 1023,
+                                                  False, 1)
+    assert not launch_module.fused_select_applies(on, 2000, 1025, True, 1)
+    assert launch_module.fused_select_applies(on, 2000, 1025, False, 1)
+    from_256 = replace(on, fused_select_rows=256)
+    assert not launch_module.fused_select_applies(from_256, 2000, 50, True, 255)
+    assert launch_module.fused_select_applies(from_256, 2000, 50, True, 256)

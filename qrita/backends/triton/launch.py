@@ -135,7 +135,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     (``wideexp2=1x0``; off), or the wide stage's masses in fixed point (``widefixed=1x0``,
     default) and, with them, the band from the one-launch count histogram at batches of at
     most B rows (``histsmall=Bx0``; default 64), or ``top_k``'s search writing the selection itself, sorted
-    when asked (``selfuse=1x0``; off: one launch after pass A instead of three)."""
+    when asked, one launch after pass A instead of three (``selfuse=1xR``, from R rows;
+    default 16-bit rows from 256, ``selfuse=0x0`` off), or top-k's slots per row for large k
+    (``capk=Sx0``; default 8192, ``0x0`` off)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -293,8 +295,15 @@ class PipelineConfig:
     cand_mid_rows: int = 0
     # ``top_k`` with a scalar k below the retry's: the per-row search writes the selection
     # itself, sorted when asked (``fused_select.threshold_select_kernel``): one launch instead
-    # of the search, ``write_select_kernel`` and the sort (``selfuse=1x0``; off until timed)
+    # of the search, ``write_select_kernel`` and the sort (``selfuse=1xR``), at batches of at
+    # least ``fused_select_rows`` rows (R)
     fused_select: bool = False
+    fused_select_rows: int = 0
+    # top-k alone with a scalar k whose expected candidates overflow ``cap`` (large k): up to
+    # this many slots per row instead (0: off), so its rows keep the candidate path instead of
+    # all taking the full-row fallback (``large_k_config``); only scratch size and speed
+    # depend on it (``capk=Sx0``)
+    cap_large: int = 0
 
     def __post_init__(self):
         # hashed once: the per-call caches (_plan, small_k_search, ...) key on the config, and
@@ -371,6 +380,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         cand_small_kp = False
         block_cand_mid, warps_cand_mid = _table_override("candmid", (0, 0))
         cand_mid_rows = _table_override("midrows", (256, 0))[0]
+        # off: the interpreter's few slots send rows to the full-row fallback, which CI runs
+        # (``test_large_k_capacity_keeps_the_candidate_path`` sets ``capk``)
+        cap_large = _table_override("capk", (0, 0))[0]
     else:
         block = 2048 if dtype == torch.float32 else 4096
         seg_min, max_segs, cap, sample, dense = 8192, 64, 4096, 2048, 1024
@@ -641,6 +653,12 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 256 x 1 up to 128 rows
         block_cand_mid, warps_cand_mid = _table_override("candmid", (256, 1))
         cand_mid_rows = _table_override("midrows", (128, 0))[0]
+        # ``capk=Sx0``: top-k alone with a scalar k whose candidates (the sample rule's
+        # expectation, with room for a segment's spread) overflow the 4096 slots runs with up
+        # to S slots per row (``large_k_config``; 0: off). H100, zipf V = 131072 fp32 graph us,
+        # before it (forty-second session): k = 4096 B = 1 521, B = 1024 5543 (every row took
+        # the full-row fallback; torch.topk 102 / 1835), k = 2048 80.7 / 1139
+        cap_large = _table_override("capk", (8192, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     # ``bandregs=Rx0``: at most R registers per thread in the band kernel (sm90 at 4 warps: 142,
     # so 3 programs per SM at B = 1024; 128 fits 4). Register allocation changes no result.
@@ -663,8 +681,15 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # ``selfuse=1x0``: sorted / unsorted ``top_k`` (scalar k below ``retry_min_k``) in one
     # launch after pass A: the search writes the selection (the same integers decide it, so
     # the same bits). Saves two launches and their gaps (H100, B = 64 fp32 k50: write_select
-    # 2.2 us, sort 2.3, BENCHMARKS.md fortieth session); off until timed
-    fused_select = _table_override("selfuse", (0, 0))[0] == 1
+    # 2.2 us, sort 2.3, BENCHMARKS.md fortieth session). ``selfuse=1xR``: from R rows.
+    # H100 (forty-second session, BENCHMARKS.md), zipf k = 50, graph us, off -> on: bf16
+    # B = 16 40.4 -> 43.6, B = 64 47.0 -> 49.1, B = 256 80.3 -> 75.9, B = 1024 251.7 -> 244.7
+    # (the selection's write 41.7 us there, fp32's 19.9); fp32 B = 256 90.8 -> 89.7, B = 1024
+    # 278.6 -> 290.5 (the fused kernel 72.3 us against 61.3 for its three). On for 16-bit
+    # rows from 256 rows (the interpreter's table: off; its test sets it)
+    use_default = (1, 256) if dtype != torch.float32 and not interpret else (0, 0)
+    fused_select, fused_select_rows = _table_override("selfuse", use_default)
+    fused_select = fused_select == 1
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
     seg_len = -(-seg_len // block) * block
@@ -731,7 +756,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           cand_small_kp=cand_small_kp,
                           block_cand_mid=_tile_in_segment(block_cand_mid, seg_len),
                           warps_cand_mid=warps_cand_mid, cand_mid_rows=cand_mid_rows,
-                          fused_select=fused_select)
+                          fused_select=fused_select, fused_select_rows=fused_select_rows,
+                          cap_large=cap_large)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -765,18 +791,42 @@ def _small_batch_hist_config(cfg: PipelineConfig, small_settings: bool = True) -
                    round_split_small=0, wide_small_batch=0, **small)
 
 
+@functools.lru_cache(maxsize=4096)
+def large_k_config(cfg: PipelineConfig, vocab: int, k: int) -> PipelineConfig | None:
+    """``cfg`` with more slots per row for top-k alone with a scalar k whose candidates
+    overflow ``cfg.cap`` (None: keep ``cfg``). The sample rule's expected candidates (as in
+    :func:`small_k_search`), ``c`` per segment, get ``c + 4 sqrt(c) + 8`` slots per segment
+    (a power of two) when that is more than ``cfg.cap_seg``, within ``cfg.cap_large`` slots
+    per row and at most half the row. Only scratch size and speed depend on it: a segment
+    that still overflows sends its row to the exact fallback, as at any capacity."""
+    if cfg.cap_large <= cfg.cap or not 0 < k < vocab:
+        return None
+    sample = min(cfg.sample, vocab)
+    r_k = k * sample / vocab
+    expected = math.ceil(r_k + 3.0 * math.sqrt(r_k) + 3.0) * vocab / sample
+    per_seg = expected / cfg.nseg
+    cap_seg = next_pow2(math.ceil(per_seg + 4.0 * math.sqrt(per_seg) + 8.0))
+    slots = cfg.nseg_p2 * cap_seg
+    if cap_seg <= cfg.cap_seg or slots > cfg.cap_large or 2 * slots > vocab:
+        return None
+    return replace(cfg, cap_seg=cap_seg, cap_small=0)
+
+
 def call_config(cfg: PipelineConfig, vocab: int, k, p, batch: int = 0) -> PipelineConfig:
     """The config one call runs with: ``cfg``, or for top-k alone with a scalar k that takes the
     small-k search, ``cfg`` with ``cap_small`` slots per row (only scratch size and speed depend
-    on it, never the answer: an overflowing segment sends its row to the exact fallback); or,
+    on it, never the answer: an overflowing segment sends its row to the exact fallback), or
+    with a k whose candidates overflow the usual slots, more of them (:func:`large_k_config`);
+    or,
     with top-p and fixed-point masses at a batch of at most ``hist_small_batch`` rows, ``cfg``
     with the band from the one-launch count histogram (only speed depends on the band there)."""
     if p is not None and 0 < batch <= cfg.hist_small_batch:
         return _small_batch_hist_config(
             cfg, cfg.wide_small_batch <= 0 or batch <= cfg.wide_small_batch)
-    if (cfg.cap_small <= 0 or p is not None or k is None or isinstance(k, torch.Tensor)
-            or not small_k_search(cfg, vocab, int(k))):
+    if p is not None or k is None or isinstance(k, torch.Tensor):
         return cfg
+    if cfg.cap_small <= 0 or not small_k_search(cfg, vocab, int(k)):
+        return large_k_config(cfg, vocab, int(k)) or cfg
     return _small_cap_config(cfg)
 
 
@@ -1582,11 +1632,14 @@ def launch_select(x: torch.Tensor, k: int, *, smallest: bool, with_key: bool = F
     return (sel_val, sel_idx, sel_key) if with_key else (sel_val, sel_idx)
 
 
-def fused_select_applies(cfg: PipelineConfig, vocab: int, k: int, sorted: bool) -> bool:
-    """Whether ``top_k`` of scalar ``k`` takes :func:`launch_select_fused`: the launch table's
-    ``selfuse``, no top-k retry (k below ``retry_min_k``), the search in one launch, and a
-    sorted selection that fits the in-register sort (k <= SORT_MAX)."""
-    return (cfg.fused_select and 0 < k <= vocab and k < cfg.retry_min_k
+def fused_select_applies(cfg: PipelineConfig, vocab: int, k: int, sorted: bool,
+                         batch: int) -> bool:
+    """Whether ``top_k`` of scalar ``k`` over ``batch`` rows takes :func:`launch_select_fused`:
+    the launch table's ``selfuse`` (from ``fused_select_rows`` rows), no top-k retry (k below
+    ``retry_min_k``), the search in one launch, and a sorted selection that fits the
+    in-register sort (k <= SORT_MAX)."""
+    return (cfg.fused_select and batch >= cfg.fused_select_rows
+            and 0 < k <= vocab and k < cfg.retry_min_k
             and threshold_stages(True, False) == (0,) and (not sorted or k <= SORT_MAX))
 
 

@@ -220,7 +220,7 @@ def _top_k_launches(src: torch.Tensor, k: int, smallest: bool, sorted: bool):
     kernel_sort = os.environ.get("QRITA_SELECT_SORT", "kernel") == "kernel"
     if ((not sorted or kernel_sort)
             and fused_select_applies(pipeline_config(src.shape[1], src.dtype), src.shape[1], k,
-                                     sorted)):
+                                     sorted, batch)):
         # (``selfuse``) the per-row search writes the selection, sorted when asked
         return launch_select_fused(src, k, smallest=smallest, sorted=sorted)
     if not sorted:
