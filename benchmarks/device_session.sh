@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1202,6 +1202,26 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
     prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
+fi
+if [[ $stage == s42a ]]; then  # forty-second session (~520 s): top_k at the new defaults (capk: up to 8192 slots per row at large k; selfuse for 16-bit rows from 256 rows) at k = 50 .. 4096, B = 1 .. 1024, fp32 and bf16; k = 2048 / 4096 with capk=0x0 (the old slots); then the GPU tests of both and the by-address / sampler graph tests s41b's 240 s cut off
+  timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT/topk_k" --ops top_k \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1,64,256,1024 --workloads zipf \
+    --scenarios k50,k1000,k2048,k4096 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
+    > "$OUT/bench_topk_k.log" 2>&1
+  echo "top_k k exit $?"; tail -c 5200 "$OUT/bench_topk_k.log"
+  QRITA_LAUNCH_TABLE=capk=0x0 timeout "${AB_S:-60}" python3 benchmarks/bench.py \
+    --out "$OUT/topk_capk0" --ops top_k --vocab 131072 --dtypes float32 --batch 1,64,1024 \
+    --workloads zipf --scenarios k2048,k4096 --graphs --warmup 5 --rep 20 --check-rows 2 \
+    --no-progress > "$OUT/bench_topk_capk0.log" 2>&1
+  echo "capk=0x0 exit $?"; tail -c 1500 "$OUT/bench_topk_capk0.log"
+  e=tests/test_eager_graph.py
+  gpu_tests s42a "${TESTS_S:-300}" \
+    tests/test_triton_masks.py::test_large_k_capacity_keeps_the_candidate_path \
+    tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant \
+    tests/test_triton_top_k.py::test_gpu_top_k_real_vocab \
+    $e::test_gpu_top_k_graphs_by_address_equal_the_plain_path \
+    $e::test_gpu_sampler_graphs_equal_the_plain_path
+  pack_cache
 fi
 if [[ $stage == s41d ]]; then  # (~380 s) top_k's search writing the selection itself (selfuse=1x0, new this session: one launch after pass A instead of three): its GPU tests under it, then k50 profiles (graph us, kernels) at B = 16, 64, 256, 1024, fp32 and bf16, default against it
   QRITA_LAUNCH_TABLE=selfuse=1x0 gpu_tests s41d "${TESTS_S:-150}" \

@@ -25,6 +25,10 @@ def _host(t):
     return (t.float() if t.dtype == torch.bfloat16 else t).numpy().copy()  # never a live view
 
 
+def _bits(t):
+    return t.view(torch.int32 if t.element_size() == 4 else torch.int16)
+
+
 def check(x_np, dtype, k, mode, sorted_):
     x = torch.from_numpy(np.ascontiguousarray(x_np)).to(DEVICE).to(TORCH_DTYPES[dtype])
     vals, idx = ops.top_k(x, k, mode=mode, sorted=sorted_)
@@ -80,19 +84,24 @@ def test_gpu_top_k_real_vocab(V, dtype):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("B", [1, 3, 16, 64, 128, 1024])
-def test_gpu_top_k_batches_deterministic_invariant(B):
+@pytest.mark.parametrize("B,dtype", [(1, "float32"), (3, "float32"), (16, "float32"),
+                                     (64, "float32"), (128, "float32"), (1024, "float32"),
+                                     (256, "bfloat16"), (1024, "bfloat16")])
+def test_gpu_top_k_batches_deterministic_invariant(B, dtype):
+    """top_k on zipf rows (V = 131072) at batch B: the oracle's selection on 32 of them, the same
+    bits on every call, and a row alone gives what it gave in the batch; k = 50, 1000 and 4096
+    (past the usual slots: ``capk``); bfloat16 at 256 and 1024 rows (``selfuse``)."""
     rng = np.random.default_rng(B)
     V = 131072
-    x = torch.from_numpy(generators.zipf_logits(B, V, 1.1, rng)).cuda()
+    x = torch.from_numpy(generators.zipf_logits(B, V, 1.1, rng)).cuda().to(TORCH_DTYPES[dtype])
     rows = np.sort(rng.choice(B, size=min(B, 32), replace=False))
-    for k in (50, 1000):
+    for k in (50, 1000, 4096):
         vals, idx = ops.top_k(x, k)
         compare.assert_topk_matches(_host(vals)[rows], _host(idx)[rows], _host(x)[rows], k, -1,
                                     "largest", True)
         for _ in range(3):
             v2, i2 = ops.top_k(x, k)
-            assert torch.equal(i2, idx) and torch.equal(v2.view(torch.int32), vals.view(torch.int32))
+            assert torch.equal(i2, idx) and torch.equal(_bits(v2), _bits(vals))
         alone_v, alone_i = ops.top_k(x[B - 1:B].clone(), k)
         assert torch.equal(alone_i[0], idx[B - 1])
 
