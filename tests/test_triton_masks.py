@@ -678,7 +678,7 @@ def test_large_k_capacity_keeps_the_candidate_path(monkeypatch, one):
         launches.clear()
         stats.zero_()
         run_and_check(x, "float32", k, None, stats=stats if one == "0" else None)
-        fallback_rows[table] = int((stats[:, 0] == 2).sum())
+        fallback_rows[table] = (stats[:, 0] == 2).cpu().numpy()
         for is_sorted in (True, False):
             values, indices = ops.top_k(_to_device(x, "float32"), k, sorted=is_sorted)
             want = oracle.top_k(x, k, sorted=is_sorted)
@@ -686,8 +686,11 @@ def test_large_k_capacity_keeps_the_candidate_path(monkeypatch, one):
             np.testing.assert_array_equal(_host(values), want.values)
         caps = {(kernel.fn.__name__, kwargs["CAP_SEG"]) for kernel, _, kwargs in launches}
         assert caps and {c for _, c in caps} == {want_cap}, (table, caps)
-    if one == "0":  # the usual slots: nearly every row falls back; the larger: nearly none
-        assert fallback_rows["capk=0x0"] >= 8 and fallback_rows[on] <= 2, fallback_rows
+    if one == "0":  # the zipf and Gaussian rows: mostly the fallback with the usual slots,
+        # never with the larger (the tied and sorted rows, whose candidates crowd into a few
+        # segments, may take it with both; H100: 10 rows and 3)
+        assert (fallback_rows["capk=0x0"][:7].sum() >= 5
+                and not fallback_rows[on][:7].any()), fallback_rows
 
 
 def test_wide_rounds_split_over_programs_are_exact(monkeypatch):
