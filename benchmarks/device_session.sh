@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1202,6 +1202,25 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
     prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
+fi
+if [[ $stage == s42b ]]; then  # next (~480 s): the selection write's tile (selblock, new in the forty-second session: bf16's 4096-entry tile holds 146 registers, 1024 holds 40) with and without the fused search at k = 50, B = 64 / 256 / 1024; k = 2048 at B = 1 / 8 with and without capk; the GPU runs s42a owed (the large-k test's last assertion, by address bf16, the sampler's graphs)
+  PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-120}" \
+    prof_tables sb_ k50 zipf default selblock=1024x0 selblock=1024x0,selfuse=0x0 \
+    selblock=512x0,selfuse=0x0
+  for table in "" capk=0x0; do
+    QRITA_LAUNCH_TABLE=$table timeout "${AB_S:-60}" python3 benchmarks/bench.py \
+      --out "$OUT/k2048_${table:-default}" --ops top_k --vocab 131072 --dtypes float32,bfloat16 \
+      --batch 1,8 --workloads zipf --scenarios k2048 --graphs --warmup 10 --rep 50 \
+      --check-rows 2 --no-progress > "$OUT/bench_k2048_${table:-default}.log" 2>&1
+    echo "k2048 '$table' exit $?"; tail -c 900 "$OUT/bench_k2048_${table:-default}.log"
+  done
+  e=tests/test_eager_graph.py
+  timeout "${TESTS_S:-240}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \
+    tests/test_triton_masks.py::test_large_k_capacity_keeps_the_candidate_path \
+    tests/test_triton_top_k.py::test_selection_write_tile_gives_the_oracle_selection \
+    "$e::test_gpu_top_k_graphs_by_address_equal_the_plain_path[dtype1]" \
+    $e::test_gpu_sampler_graphs_equal_the_plain_path 2>&1 | tee "$OUT/pytest_gpu_s42b.log" \
+    | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
 fi
 if [[ $stage == s42a ]]; then  # forty-second session (~520 s): top_k at the new defaults (capk: up to 8192 slots per row at large k; selfuse for 16-bit rows from 256 rows) at k = 50 .. 4096, B = 1 .. 1024, fp32 and bf16; k = 2048 / 4096 with capk=0x0 (the old slots); then the GPU tests of both and the by-address / sampler graph tests s41b's 240 s cut off
   timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT/topk_k" --ops top_k \

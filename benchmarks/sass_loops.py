@@ -15,6 +15,7 @@ Usage::
     python benchmarks/sass_loops.py --kernel compact --dtype bfloat16 --extra UNSWITCH=True,EXP2=True
     QRITA_LAUNCH_TABLE=widefixed=1x0 python benchmarks/sass_loops.py --kernel round
     QRITA_LAUNCH_TABLE=wideunswitch=1x0 python benchmarks/sass_loops.py --kernel compact --show
+    QRITA_LAUNCH_TABLE=selblock=1024x0 python benchmarks/sass_loops.py --kernel select --dtype bfloat16
 """
 
 from __future__ import annotations
@@ -127,8 +128,18 @@ def build(kernel: str, dtype: str, vocab: int, extra: dict):
                "part_i_ptr": "*i32", "part_f_ptr": "*fp32", "V": "i32", "stride_x": "i64",
                "stride_out": "i64", "fill": "fp32", "nseg": "i32", "out_ptr": f"*{ty}",
                "seg_before_ptr": "*i32", "miss_ptr": "*i32", "arrive_ptr": "*i32"}
+    elif kernel == "select":  # top_k's selection write (top-k alone, small k: cap_small)
+        small = launch.call_config(cfg, vocab, 50, None)
+        kwargs = dict(BLOCK=cfg.block_select or cfg.block, CAP_SEG=small.cap_seg,
+                      NSEG_P2=cfg.nseg_p2, SMALLEST=False, WITH_KEY=False,
+                      num_warps=cfg.warps_stream)
+        fn = pipeline.write_select_kernel
+        sig = {"x_ptr": f"*{ty}", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
+               "seg_i_ptr": "*i32", "row_i_ptr": "*i32", "seg_before_ptr": "*i32", "V": "i32",
+               "stride_x": "i64", "seg_len": "i32", "k": "i32", "sel_val_ptr": f"*{ty}",
+               "sel_idx_ptr": "*i64", "sel_key_ptr": "*i32"}
     else:
-        raise SystemExit(f"--kernel: compact, cand, band, round or search, not {kernel!r}")
+        raise SystemExit(f"--kernel: compact, cand, band, round, search or select, not {kernel!r}")
     options = {key: kwargs.pop(key) for key in ("num_warps", "maxnreg") if key in kwargs}
     kwargs.update(extra)
     return (compile_as_launched(fn, sig, kwargs, options, {"V", "stride_x", "seg_len"}),
@@ -139,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kernel", default="compact",
                         help="compact (the wide band's), cand (pass A), band (its placement), "
-                             "round (the 16-way rounds) or search (the band's search)")
+                             "round (the 16-way rounds), search (the band's search) or select "
+                             "(top_k's selection write, k = 50)")
     parser.add_argument("--dtype", default="float32", choices=sorted(TYPES))
     parser.add_argument("--vocab", type=int, default=131072)
     parser.add_argument("--extra", default="", help="constexpr overrides, NAME=VALUE,... (Python literals)")

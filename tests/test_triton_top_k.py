@@ -182,6 +182,36 @@ def test_top_k_sort_routes(monkeypatch, route):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_selection_write_tile_gives_the_oracle_selection(monkeypatch, dtype):
+    """``selblock`` (the launch table; ``block_select``): the selection's write in tiles smaller
+    than the streaming tile (k == V rows copy theirs tile by tile, here 32 entries across
+    segments of 256): on every generator family at once, V = 1000, k = 1, 50 (sorted and in
+    index order), V - 1 and V, the oracle's values and indices; and every write launches with
+    that tile."""
+    from qrita.backends.triton import launch as launch_module
+
+    monkeypatch.setenv("QRITA_LAUNCH_TABLE", "selblock=32x0")
+    monkeypatch.setenv("QRITA_ONE_LAUNCH", "0")  # the pipeline, as in a graph
+    tiles = []
+    real_launch_site = launch_module.launch_site
+
+    def recorded(site, kernel, grid, *args, **kwargs):
+        if kernel is launch_module.write_select_kernel:
+            tiles.append(kwargs["BLOCK"])
+        return real_launch_site(site, kernel, grid, *args, **kwargs)
+
+    monkeypatch.setattr(launch_module, "launch_site", recorded)
+    rng = np.random.default_rng(47)
+    V = 1000
+    x = np.concatenate([rows for _, rows in generators._family_batches(V, rng)])
+    x = generators.to_dtype(x, dtype)
+    # (the interpreter sorts k near V slowly: those in index order only)
+    for k, sorted_ in ((1, True), (50, True), (50, False), (V - 1, False), (V, False)):
+        check(x, dtype, k, "largest", sorted_)
+    assert tiles and set(tiles) == {32}, tiles
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_fused_select_gives_the_oracle_selection(monkeypatch, dtype):
     """``selfuse`` (the launch table; ``fused_select``): the per-row search writes the selection
     itself, sorted when asked (``threshold_select_kernel``), in place of the search,

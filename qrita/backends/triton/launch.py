@@ -198,6 +198,9 @@ class PipelineConfig:
     warps_small: int = 4
     block_write: int = 0  # tile of the mask's write pass (0: ``block``)
     warps_write: int = 0  # its warps (0: ``warps_stream``)
+    # tile of the selection's write (``write_select_kernel``; 0: ``block``): only its k == V
+    # copy loops over tiles, but the tile sets the kernel's registers (``selblock``)
+    block_select: int = 0
     warps_cutoff: int = 0  # warps of the σ-cutoff kernel (0: ``warps_stream``)
     block_round: int = WIDE_BLOCK  # tile of the wide stage's 16-way rounds
     block_wide2: int = 128  # tile of the wide compaction after the rounds
@@ -659,6 +662,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # before it (forty-second session): k = 4096 B = 1 521, B = 1024 5543 (every row took
         # the full-row fallback; torch.topk 102 / 1835), k = 2048 80.7 / 1139
         cap_large = _table_override("capk", (8192, 0))[0]
+    # ``selblock=Nx0``: the selection's write in N-entry tiles (0: the streaming tile). Its
+    # programs keep a few candidates each; only a k == V row copies tiles, yet the tile sets
+    # the kernel's registers. sm90 SASS, 4 warps (``benchmarks/sass_loops.py --kernel
+    # select``): bf16's 4096 146 registers, fp32's 2048 56 and a 24-byte stack, 1024 40 and
+    # none. H100 (forty-second session), zipf k = 50 B = 1024: the write 41.7 us bf16 against
+    # 19.9 fp32. Off until timed
+    block_select = _table_override("selblock", (0, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     # ``bandregs=Rx0``: at most R registers per thread in the band kernel (sm90 at 4 warps: 142,
     # so 3 programs per SM at B = 1024; 128 fits 4). Register allocation changes no result.
@@ -718,6 +728,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           retry_min_k=retry_min_k, dense_small=dense_small,
                           warps_small=warps_small,
                           block_write=min(block_write, block) if block_write else 0,
+                          block_select=min(next_pow2(block_select), block)
+                          if block_select > 0 else 0,
                           warps_write=warps_write, warps_cutoff=warps_cutoff,
                           block_round=block_round, warps_round=warps_round,
                           block_wide2=min(block_wide2, block), warps_wide2=warps_wide2,
@@ -1626,8 +1638,8 @@ def launch_select(x: torch.Tensor, k: int, *, smallest: bool, with_key: bool = F
         (batch, cfg.nseg),
         x, cand_val, cand_idx, seg_i, row_info, seg_before,
         vocab, x.stride(0), cfg.seg_len, k, sel_val, sel_idx, sel_key,
-        BLOCK=cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2, SMALLEST=smallest,
-        WITH_KEY=with_key, num_warps=cfg.warps_stream,
+        BLOCK=cfg.block_select or cfg.block, CAP_SEG=cfg.cap_seg, NSEG_P2=cfg.nseg_p2,
+        SMALLEST=smallest, WITH_KEY=with_key, num_warps=cfg.warps_stream,
     )
     return (sel_val, sel_idx, sel_key) if with_key else (sel_val, sel_idx)
 
