@@ -1203,14 +1203,14 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
 fi
-if [[ $stage == s42b ]]; then  # next (~480 s): the selection write's tile (selblock, new in the forty-second session: bf16's 4096-entry tile holds 146 registers, 1024 holds 40) with and without the fused search at k = 50, B = 64 / 256 / 1024; k = 2048 at B = 1 / 8 with and without capk; the GPU runs s42a owed (the large-k test's last assertion, by address bf16, the sampler's graphs)
+if [[ $stage == s42b ]]; then  # next (~480 s): the selection write's tile (selblock, new in the forty-second session: bf16's 4096-entry tile holds 146 registers, 1024 holds 40) with and without the fused search at k = 50, B = 64 / 256 / 1024; k = 2048 at B = 1 / 8 / 64 with and without capk (s42a: B = 1 12.6 us slower with it, B = 64 eager 316 against a 121 replay); the GPU runs s42a owed (the large-k test's last assertion, by address bf16, the sampler's graphs)
   PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-120}" \
     prof_tables sb_ k50 zipf default selblock=1024x0 selblock=1024x0,selfuse=0x0 \
     selblock=512x0,selfuse=0x0
   for table in "" capk=0x0; do
     QRITA_LAUNCH_TABLE=$table timeout "${AB_S:-60}" python3 benchmarks/bench.py \
       --out "$OUT/k2048_${table:-default}" --ops top_k --vocab 131072 --dtypes float32,bfloat16 \
-      --batch 1,8 --workloads zipf --scenarios k2048 --graphs --warmup 10 --rep 50 \
+      --batch 1,8,64 --workloads zipf --scenarios k2048 --graphs --warmup 10 --rep 50 \
       --check-rows 2 --no-progress > "$OUT/bench_k2048_${table:-default}.log" 2>&1
     echo "k2048 '$table' exit $?"; tail -c 900 "$OUT/bench_k2048_${table:-default}.log"
   done
