@@ -650,7 +650,7 @@ def test_large_k_capacity_keeps_the_candidate_path(monkeypatch, one):
     one-launch kernels: rows that took the full-row fallback with the usual slots keep the
     candidate path (the pipeline's stats), and masks and top_k's selections (sorted and in
     index order) are the oracle's; with ``capk=0x0`` the usual slots, the fallback, the same
-    answers. Small k keeps the usual slots."""
+    answers. A k needing more than half the row keeps the usual slots."""
     from qrita.backends.triton import launch as launch_module
     from qrita.reference import oracle
 

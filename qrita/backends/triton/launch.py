@@ -134,10 +134,11 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     no NaN key is reached (``wideunswitch=1x0``, default) and its band weights by exp2
     (``wideexp2=1x0``; off), or the wide stage's masses in fixed point (``widefixed=1x0``,
     default) and, with them, the band from the one-launch count histogram at batches of at
-    most B rows (``histsmall=Bx0``; default 64), or ``top_k``'s search writing the selection itself, sorted
-    when asked, one launch after pass A instead of three (``selfuse=1xR``, from R rows;
-    default 16-bit rows from 256, ``selfuse=0x0`` off), or top-k's slots per row for large k
-    (``capk=Sx0``; default 8192, ``0x0`` off)."""
+    most B rows (``histsmall=Bx0``; default 64), or ``top_k``'s search writing the selection
+    itself, sorted when asked, one launch after pass A instead of three (``selfuse=1xR``, from
+    R rows; default 16-bit rows from 256, ``selfuse=0x0`` off), or top-k's slots per row for
+    large k (``capk=Sx0``; default 8192, ``0x0`` off), or the selection write's tile
+    (``selblock=Nx0``; off: the streaming tile)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
