@@ -1220,7 +1220,8 @@ if [[ $stage == s42b ]]; then  # next (~480 s): the selection write's tile (selb
     tests/test_triton_top_k.py::test_selection_write_tile_gives_the_oracle_selection \
     "$e::test_gpu_top_k_graphs_by_address_equal_the_plain_path[dtype1]" \
     $e::test_gpu_sampler_graphs_equal_the_plain_path 2>&1 | tee "$OUT/pytest_gpu_s42b.log" \
-    | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30  pack_cache
+    | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
+  pack_cache
 fi
 if [[ $stage == s42a ]]; then  # forty-second session (~520 s): top_k at the new defaults (capk: up to 8192 slots per row at large k; selfuse for 16-bit rows from 256 rows) at k = 50 .. 4096, B = 1 .. 1024, fp32 and bf16; k = 2048 / 4096 with capk=0x0 (the old slots); then the GPU tests of both and the by-address / sampler graph tests s41b's 240 s cut off
   timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT/topk_k" --ops top_k \

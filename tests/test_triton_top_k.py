@@ -90,7 +90,7 @@ def test_gpu_top_k_real_vocab(V, dtype):
 def test_gpu_top_k_batches_deterministic_invariant(B, dtype):
     """top_k on zipf rows (V = 131072) at batch B: the oracle's selection on 32 of them, the same
     bits on every call, and a row alone gives what it gave in the batch; k = 50, 1000 and 4096
-    (past the usual slots: ``capk``); bfloat16 at 256 and 1024 rows (``selfuse``)."""
+    (past the usual slots: ``capk``); bfloat16 at 256 and 1024 rows."""
     rng = np.random.default_rng(B)
     V = 131072
     x = torch.from_numpy(generators.zipf_logits(B, V, 1.1, rng)).cuda().to(TORCH_DTYPES[dtype])
@@ -254,15 +254,15 @@ def test_fused_select_gives_the_oracle_selection(monkeypatch, dtype):
                 assert "threshold_select_kernel" in launched, launched
                 assert not {"threshold_kernel", "write_select_kernel",
                             "sort_selection_kernel"} & set(launched), launched
-    # the interpreter's own table keeps it off; the GPU's takes it for 16-bit rows from 256
-    # rows; a call with the retry, a sort past SORT_MAX or fewer rows never takes it
+    # both tables keep it off (the GPU's since the selection's write got its 512-entry tile);
+    # a call with the retry, a sort past SORT_MAX or fewer rows than asked never takes it
     cfg = real_config(1023, torch.float32)
     assert not cfg.fused_select
     gpu_table = launch_module._pipeline_config.__wrapped__
-    for dt, want in ((torch.float32, (False, 0)), (torch.bfloat16, (True, 256)),
-                     (torch.float16, (True, 256))):
+    for dt in (torch.float32, torch.bfloat16, torch.float16):
         gpu = gpu_table(131072, dt, False, "")
-        assert (gpu.fused_select, gpu.fused_select_rows) == want, (dt, gpu)
+        assert (gpu.fused_select, gpu.fused_select_rows) == (False, 0), (dt, gpu)
+        assert gpu.block_select == 512, (dt, gpu)
     on = replace(cfg, fused_select=True, retry_min_k=4097)
     assert not launch_module.fused_select_applies(replace(on, retry_min_k=1023), 1023, 1023,
                                                   False, 1)

@@ -668,8 +668,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # the kernel's registers. sm90 SASS, 4 warps (``benchmarks/sass_loops.py --kernel
     # select``): bf16's 4096 146 registers, fp32's 2048 56 and a 24-byte stack, 1024 40 and
     # none. H100 (forty-second session), zipf k = 50 B = 1024: the write 41.7 us bf16 against
-    # 19.9 fp32. Off until timed
-    block_select = _table_override("selblock", (0, 0))[0]
+    # 19.9 fp32. H100 (forty-third session, BENCHMARKS.md), zipf k = 50, graph us, unfused
+    # search: fp32 B = 1024 278.5 (streaming tile) -> 275.4 (1024) -> 273.3 (512), the write
+    # 20.0 -> 16.3 -> 14.5; bf16 B = 1024 225.6 at 512 against 244.1 for the fused search
+    # (``selfuse``); B = 64 / 256 level. 512 (the interpreter's tiles are smaller)
+    block_select = _table_override("selblock", (512, 0))[0]
     band_table, warps_band = _table_override("band", (0, 4)) if not interpret else (0, 4)
     # ``bandregs=Rx0``: at most R registers per thread in the band kernel (sm90 at 4 warps: 142,
     # so 3 programs per SM at B = 1024; 128 fits 4). Register allocation changes no result.
@@ -696,10 +699,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # H100 (forty-second session, BENCHMARKS.md), zipf k = 50, graph us, off -> on: bf16
     # B = 16 40.4 -> 43.6, B = 64 47.0 -> 49.1, B = 256 80.3 -> 75.9, B = 1024 251.7 -> 244.7
     # (the selection's write 41.7 us there, fp32's 19.9); fp32 B = 256 90.8 -> 89.7, B = 1024
-    # 278.6 -> 290.5 (the fused kernel 72.3 us against 61.3 for its three). On for 16-bit
-    # rows from 256 rows (the interpreter's table: off; its test sets it)
-    use_default = (1, 256) if dtype != torch.float32 and not interpret else (0, 0)
-    fused_select, fused_select_rows = _table_override("selfuse", use_default)
+    # 278.6 -> 290.5 (the fused kernel 72.3 us against 61.3 for its three). Was on for 16-bit
+    # rows from 256 rows until the selection's write got its 512-entry tile (``selblock``,
+    # forty-third session): bf16 B = 1024 unfused 225.6 against fused 244.1, B = 256 74.8
+    # against 75.7. Off (its test sets it)
+    fused_select, fused_select_rows = _table_override("selfuse", (0, 0))
     fused_select = fused_select == 1
     block = min(block, next_pow2(vocab))
     seg_len = max(seg_min, -(-vocab // max_segs))
