@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b|s43a]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1202,6 +1202,22 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
     prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
+fi
+if [[ $stage == s43a ]]; then  # forty-third session (~520 s): top_k at the new defaults (the selection's write in 512-entry tiles, the fused search off) at k = 50 / 1000, B = 1 .. 1024, fp32 and bf16, beside torch and FlashInfer; host time and the adapters (s40b's); the sampler's graph test alone (cut off three times compiling)
+  timeout "${BENCH_S:-150}" python3 benchmarks/bench.py --out "$OUT/topk_k" --ops top_k \
+    --vocab 131072 --dtypes float32,bfloat16 --batch 1,64,256,1024 --workloads zipf \
+    --scenarios k50,k1000 --graphs --warmup 5 --rep 20 --check-rows 2 --no-progress \
+    > "$OUT/bench_topk_k.log" 2>&1
+  echo "top_k k exit $?"; tail -c 3000 "$OUT/bench_topk_k.log"
+  QRITA_EAGER_GRAPHS_SAMPLE=1 timeout 45 python3 benchmarks/host_overhead.py --out "$OUT/host_1" --rows 12 \
+    --only "public topp0.9 mask,public topk50 mask,public top_k k50,public sample p0.9,public sample k100 p0.9" 2>&1 | grep 'B=1'
+  timeout 60 python3 benchmarks/adapter_overhead.py --batch 8 --vocab 131072 2>&1 \
+    | grep -v Warn | tee "$OUT/adapter_overhead.txt" | tail -25
+  timeout "${TESTS_S:-240}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \
+    tests/test_eager_graph.py::test_gpu_sampler_graphs_equal_the_plain_path 2>&1 \
+    | tee "$OUT/pytest_gpu_s43a.log" | grep -E "PASSED|FAILED|passed|failed|^E " \
+    | cut -c1-300 | tail -30
+  pack_cache
 fi
 if [[ $stage == s42b ]]; then  # next (~480 s): the selection write's tile (selblock, new in the forty-second session: bf16's 4096-entry tile holds 146 registers, 1024 holds 40) with and without the fused search at k = 50, B = 64 / 256 / 1024; k = 2048 at B = 1 / 8 / 64 with and without capk (s42a: B = 1 12.6 us slower with it, B = 64 eager 316 against a 121 replay); the GPU runs s42a owed (the large-k test's last assertion, by address bf16, the sampler's graphs)
   PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-120}" \
