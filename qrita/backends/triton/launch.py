@@ -101,7 +101,7 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     wide=256x2,search=1024x4,band=2048x0"`` replaces the (tile, warps) of the candidate pass /
     wide compaction / mask write pass (``write``), the (dense candidates, warps) of the per-row
     search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
-    ``sortbig=0xW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile, warps) of the wide
+    ``sortbig=0xW``, ``sortsmall=RxW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile, warps) of the wide
     top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), pass A's
     masses by the online softmax instead of relative to a fixed reference (``lean=0x0``), the
     band's size cap in percent of the slots (``bandpct=75x0``), the programs per segment of the
@@ -1679,11 +1679,19 @@ def launch_select_fused(x: torch.Tensor, k: int, *, smallest: bool, sorted: bool
 
 
 @functools.lru_cache(maxsize=64)
-def _sort_warps(k_p2: int, table: str) -> int:
+def _sort_warps(k_p2: int, table: str, batch: int = 0, hip: bool = False) -> int:
     """Warps of the per-row sort of k_p2 slots: 4 up to 256, else 16 (H200, B = 1024, k = 1000:
-    82.8 us at 8 warps, 66.3 at 16, 110.5 at 4; BENCHMARKS.md eleventh section);
-    ``QRITA_LAUNCH_TABLE`` ``sort=0xW`` (W warps) or ``sortbig=0xW`` (above 256 only)."""
+    82.8 us at 8 warps, 66.3 at 16, 110.5 at 4; BENCHMARKS.md eleventh section), and 32 for
+    1024 slots at batches of at most 64 rows on NVIDIA (H100, zipf k = 1000, graph us, sort
+    kernel 16 -> 32 warps: B = 64 fp32 10.3 -> 8.9, bf16 9.8 -> 8.4; B = 256 21.1 -> 22.4,
+    B = 1024 71.0 -> 80.5; BENCHMARKS.md forty-third session; AMD's blocks hold at most 16
+    wavefronts). ``QRITA_LAUNCH_TABLE``: ``sort=0xW`` (W warps), ``sortbig=0xW`` (above 256
+    only), ``sortsmall=RxW`` (1024 slots at batches of at most R rows; R = 0: off)."""
     warps = 4 if k_p2 <= 256 else 16
+    if k_p2 >= 1024 and not hip:
+        rows, small_warps = _table_override("sortsmall", (64, 32))
+        if 0 < batch <= rows:
+            warps = small_warps
     if k_p2 > 256:
         warps = _table_override("sortbig", (0, warps))[1]
     return _table_override("sort", (0, warps))[1]
@@ -1702,5 +1710,6 @@ def sort_selection_rows(x: torch.Tensor, sel_val: torch.Tensor, sel_idx: torch.T
     k_p2 = max(16, next_pow2(k))
     launch(sort_selection_kernel, (batch,), x, x.stride(0), k, sel_val, sel_idx,
            SMALLEST=smallest, K_P2=k_p2,
-           num_warps=_sort_warps(k_p2, os.environ.get("QRITA_LAUNCH_TABLE", "")))
+           num_warps=_sort_warps(k_p2, os.environ.get("QRITA_LAUNCH_TABLE", ""), batch,
+                                 torch.version.hip is not None))
     return sel_val, sel_idx
