@@ -1203,17 +1203,17 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
 fi
-if [[ $stage == s43e ]]; then  # (~220 s) the rank sort at 32 warps for 1024 slots at B <= 64 (sortsmall, s43c's sortbig=0x32 profile): oracle-checked bench against sortsmall=0x32 (the old 16), then the B = 64 GPU test
-  for table in "" sortsmall=0x32; do
+if [[ $stage == s43e ]]; then  # next (~220 s + start): the rank sort at 32 warps for 1024 slots at B <= 64 (sortsmall=64x32, off until this passes; s43c's sortbig=0x32 profile timed it, checking no answer): oracle-checked bench against the default, then the B = 64 GPU test under it
+  for table in "" sortsmall=64x32; do
     QRITA_LAUNCH_TABLE=$table timeout "${AB_S:-50}" python3 benchmarks/bench.py \
       --out "$OUT/sort_${table:-default}" --ops top_k --vocab 131072 --dtypes float32,bfloat16 \
-      --batch 64 --workloads zipf --scenarios k1000 --graphs --warmup 10 --rep 50 \
+      --batch 8,64 --workloads zipf --scenarios k1000 --graphs --warmup 10 --rep 50 \
       --check-rows 8 --peers torch_sort --no-progress > "$OUT/bench_sort_${table:-default}.log" 2>&1
     echo "sort '$table' exit $?"; grep -E "^top_k" "$OUT/bench_sort_${table:-default}.log" | cut -c1-150
   done
-  timeout "${TESTS_S:-120}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \
-    "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[64-float32]" 2>&1 \
-    | tee "$OUT/pytest_gpu_s43e.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
+  QRITA_LAUNCH_TABLE=sortsmall=64x32 timeout "${TESTS_S:-120}" python3 -m pytest -p no:cacheprovider \
+    -rf --tb=short -v "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[64-float32]" \
+    2>&1 | tee "$OUT/pytest_gpu_s43e.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
 fi
 if [[ $stage == s43d ]]; then  # (~300 s) pass A's tile for bf16 (s43c: bf16 k50 B = 1024 pass A 153.8 us against an 89 us read, fp32 194.5 against 178): one warp per program, 128 entries a tile, holds 8 bytes a thread in bf16; 256 entries (16 bytes) and two tiles in flight, at B = 256 / 1024; fp32 with two tiles in flight; then the oracle-checked bench of the bf16 table
   PROF_BATCH=256,1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-90}" \

@@ -1681,15 +1681,17 @@ def launch_select_fused(x: torch.Tensor, k: int, *, smallest: bool, sorted: bool
 @functools.lru_cache(maxsize=64)
 def _sort_warps(k_p2: int, table: str, batch: int = 0, hip: bool = False) -> int:
     """Warps of the per-row sort of k_p2 slots: 4 up to 256, else 16 (H200, B = 1024, k = 1000:
-    82.8 us at 8 warps, 66.3 at 16, 110.5 at 4; BENCHMARKS.md eleventh section), and 32 for
-    1024 slots at batches of at most 64 rows on NVIDIA (H100, zipf k = 1000, graph us, sort
-    kernel 16 -> 32 warps: B = 64 fp32 10.3 -> 8.9, bf16 9.8 -> 8.4; B = 256 21.1 -> 22.4,
-    B = 1024 71.0 -> 80.5; BENCHMARKS.md forty-third session; AMD's blocks hold at most 16
-    wavefronts). ``QRITA_LAUNCH_TABLE``: ``sort=0xW`` (W warps), ``sortbig=0xW`` (above 256
-    only), ``sortsmall=RxW`` (1024 slots at batches of at most R rows; R = 0: off)."""
+    82.8 us at 8 warps, 66.3 at 16, 110.5 at 4; BENCHMARKS.md eleventh section).
+    ``sortsmall=RxW``: W warps for 1024 slots at batches of at most R rows, on NVIDIA only
+    (AMD's blocks hold at most 16 wavefronts). Timed with 32 warps (H100, zipf k = 1000, graph
+    us, sort kernel 16 -> 32 warps: B = 64 fp32 10.3 -> 8.9, bf16 9.8 -> 8.4; B = 256 21.1 ->
+    22.4, B = 1024 71.0 -> 80.5; BENCHMARKS.md forty-third session), but that profile checks
+    no answer and the session's device time ran out before an oracle-checked run: off
+    (``sortsmall=64x32`` is the rule to verify). ``QRITA_LAUNCH_TABLE``: ``sort=0xW`` (W
+    warps), ``sortbig=0xW`` (above 256 only) override it."""
     warps = 4 if k_p2 <= 256 else 16
     if k_p2 >= 1024 and not hip:
-        rows, small_warps = _table_override("sortsmall", (64, 32))
+        rows, small_warps = _table_override("sortsmall", (0, 32))
         if 0 < batch <= rows:
             warps = small_warps
     if k_p2 > 256:
