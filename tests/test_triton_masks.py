@@ -362,6 +362,83 @@ def test_top_p_near_one_band_at_the_bottom_is_exact(monkeypatch, hist_bins):
     run_and_check(x, "bfloat16", None, 1 - 1e-7)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("smallest", [False, True])
+def test_pass_a_candidate_top_key(dtype, smallest):
+    """Pass A without top-p taking a segment's largest key over its candidates only
+    (``candidates_kernel``'s CAND_TOP, the launch table's ``candtop``): the same candidates and
+    counts as the full scan (whose counts and largest keys NumPy checks); a segment holding a
+    candidate reports its largest key exactly, one without any the bound
+    max(cutoff - 1, KEY_FLOOR), which lies at or above every key it holds. Every generator family at V = 1000 (segments
+    of 128 entries, the last one short); cutoffs from each row's own quantiles (between
+    representable values), an entry's key and the keys beside it, the floor and the top."""
+    from qrita.backends.triton import pipeline
+    from qrita.reference import keys as ref_keys
+
+    KEY_FLOOR, KEY_NAN = -2139095041, -(2**31)
+    rng = np.random.default_rng(59)
+    V, seg_len, block, cap_seg, nseg_p2 = 1000, 128, 32, 64, 8
+    nseg = -(-V // seg_len)
+    x = np.concatenate([rows for _, rows in generators._family_batches(V, rng)])
+    x = generators.to_dtype(x, dtype)
+    xt = _to_device(x, dtype)
+    xh = _host(xt)  # the values the kernel reads, widened exactly
+    B = xh.shape[0]
+    rank = ref_keys.order_key(xh).astype(np.int64)
+    if smallest:
+        rank = np.where(rank == KEY_NAN, KEY_NAN, ~rank)
+    # cutoffs: a high and a middle quantile of each row's keys, the floor, above every key
+    # cutoffs: a high and a middle quantile of each row's keys (between representable values),
+    # the floor, above every key, an entry's own key and the keys beside it
+    entry = np.sort(rank, axis=1)[:, -20]
+    choices = [np.quantile(rank, 0.995, axis=1), np.quantile(rank, 0.5, axis=1),
+               np.full(B, KEY_NAN), np.full(B, 2**31 - 1), entry, entry - 1, entry + 1]
+    cutoff = np.stack(choices, axis=1)[np.arange(B), np.arange(B) % len(choices)]
+    cutoff = np.clip(cutoff, KEY_NAN, 2**31 - 1).astype(np.int32)
+    outs = {}
+    for cand_top in (False, True):
+        cand_val = torch.zeros((B, nseg_p2 * cap_seg), dtype=torch.float32, device=DEVICE)
+        cand_idx = torch.zeros((B, nseg_p2 * cap_seg), dtype=torch.int32, device=DEVICE)
+        seg_f = torch.zeros((B, nseg, 4), dtype=torch.float32, device=DEVICE)
+        seg_i = torch.zeros((B, nseg, 8), dtype=torch.int32, device=DEVICE)
+        dummy_i = torch.zeros(B * 16, dtype=torch.int32, device=DEVICE)
+        dummy_k = torch.zeros(B, dtype=torch.int64, device=DEVICE)
+        dummy_p = torch.zeros(B, dtype=torch.float32, device=DEVICE)
+        pipeline.candidates_kernel[(B, nseg)](
+            xt, dummy_k, dummy_p, torch.from_numpy(cutoff).to(DEVICE), V, xt.stride(0), seg_len,
+            50, 1.0, dummy_i, cand_val, cand_idx, seg_f, seg_i, HAS_K=True, K_ARRAY=False,
+            HAS_P=False, P_ARRAY=False, SMALLEST=smallest, BLOCK=block, CAP_SEG=cap_seg,
+            NSEG_P2=nseg_p2, SPARSE=4, ONLY_RETRY=False, LEAN=False, CAND_TOP=cand_top,
+            num_warps=1)
+        outs[cand_top] = (seg_i.cpu().numpy(), cand_val.cpu().numpy(), cand_idx.cpu().numpy())
+    (si_off, cv_off, ci_off), (si_on, cv_on, ci_on) = outs[False], outs[True]
+    # the kernel's test: one float compare with the cutoff key's value (NaN never passes)
+    floor_cut = np.maximum(cutoff.astype(np.int64), KEY_FLOOR)
+    bound_key = (~floor_cut if smallest else floor_cut).astype(np.int32)
+    bound_val = ref_keys.key_to_value(bound_key)[:, None]
+    with np.errstate(invalid="ignore"):
+        passes = (xh <= bound_val) if smallest else (xh >= bound_val)
+    top_bound = np.maximum(floor_cut - 1, KEY_FLOOR)
+    count = si_off[:, :, 0]
+    assert np.array_equal(si_on[:, :, 0], count)
+    for b in range(B):
+        for s in range(nseg):
+            cols = slice(s * seg_len, min(V, (s + 1) * seg_len))
+            assert count[b, s] == int(passes[b, cols].sum()), (b, s)
+            seg = rank[b, cols]
+            finite = seg[seg != KEY_NAN]
+            assert si_off[b, s, 3] == (int(finite.max()) if finite.size else KEY_FLOOR), (b, s)
+            n = min(count[b, s], cap_seg)
+            sl = slice(s * cap_seg, s * cap_seg + n)
+            assert np.array_equal(cv_on[b, sl], cv_off[b, sl]), (b, s)
+            assert np.array_equal(ci_on[b, sl], ci_off[b, sl]), (b, s)
+            if count[b, s] > 0:
+                assert si_on[b, s, 3] == si_off[b, s, 3], (b, s)
+            else:
+                assert si_on[b, s, 3] == top_bound[b] >= si_off[b, s, 3], (b, s)
+    assert (count > 0).any() and (count == 0).any()
+
+
 @pytest.mark.parametrize("lean", [True, False])
 def test_pass_a_masses_are_exact(monkeypatch, lean):
     """Pass A's masses relative to a fixed reference (the launch table's ``lean``, the default:

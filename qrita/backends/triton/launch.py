@@ -207,6 +207,9 @@ class PipelineConfig:
     block_wide2: int = 128  # tile of the wide compaction after the rounds
     warps_wide2: int = 1  # its warps
     lean_mass: bool = True  # pass A's masses relative to a fixed reference (else online)
+    # pass A of a call without top-p takes a segment's largest key over its candidates only
+    # (``candtop``; ``pipeline.candidates_kernel``'s CAND_TOP)
+    cand_top: bool = False
     # the wide band placed from a count histogram of the whole row (``hist_band``) in this
     # many bins (0: from a sample, ``wide.wide_band_kernel``), holding at most
     # ``hist_band_percent`` percent of ``max_band`` entries
@@ -371,6 +374,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_unswitch = _table_override("wideunswitch", (1, 0))[0] == 1  # as on the GPU
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1  # as on the GPU
         wide_fixed = _table_override("widefixed", (1, 0))[0] == 1  # as on the GPU
+        cand_top = _table_override("candtop", (1, 0))[0] == 1  # so CI runs it (GPU: off)
         # as on the GPU, at the batches CI runs: the count histogram's band at B <= 2, the
         # sample's above; another compaction tile and warps at B = 1
         hist_small_batch = _table_override("histsmall", (2, 0))[0]
@@ -435,6 +439,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # H200, B = 1024, fp32 topp0.9: pass A 253.9 -> 172.7 us, masks topk100_topp0.9
         # 551 -> 454 us, topp0.9 1639 -> 1559 (BENCHMARKS.md nineteenth session)
         lean_mass = _table_override("lean", (1, 0))[0] == 1
+        # ``candtop=1x0``: pass A without top-p takes a segment's largest key over its
+        # candidates, in the tiles holding some (``candidates_kernel``'s CAND_TOP), instead of
+        # over every entry: the tiles without one (almost all at k = 50) lose 14 of about 50
+        # instructions per 128 entries (sm90 SASS, bf16, triton 3.9). s43c / s43d: bf16 pass A
+        # at B = 1024 153.6 us against an 89 us read (fp32 194.5 against 178), unchanged by
+        # 256-entry tiles or two tiles in flight, so likely instruction-bound. Off until timed
+        cand_top = _table_override("candtop", (0, 0))[0] == 1
         # the wide band placed from a count histogram of the row in NB bins (qrita/backends/
         # triton/hist_band.py; ``histband=NBxPCT``, PCT percent of ``max_band`` entries) in
         # 8192-entry tiles at 8 warps (``histblock``): off (``histband=512x50`` turns it on).
@@ -749,7 +760,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_merge=round_merge, wide_packed=wide_packed,
                           wide_lean=wide_lean, round_pivot_rows=round_pivot_rows,
-                          wide_unswitch=wide_unswitch, wide_exp2=wide_exp2,
+                          wide_unswitch=wide_unswitch, wide_exp2=wide_exp2, cand_top=cand_top,
                           wide_fixed=wide_fixed and vocab <= FIXED_MAX_VOCAB,
                           hist_small_batch=hist_small_batch
                           if wide_fixed and vocab <= FIXED_MAX_VOCAB else 0,
@@ -888,6 +899,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=sparse_cand, ONLY_RETRY=again,
                                            LEAN=cfg.lean_mass and has_p, AHEAD=ahead[0],
+                                           CAND_TOP=cfg.cand_top and not has_p,
                                            num_warps=warps_cand)
         for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search

@@ -175,10 +175,17 @@ def candidates_kernel(
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
     SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr, LEAN: tl.constexpr = False,
-    AHEAD: tl.constexpr = 1,
+    AHEAD: tl.constexpr = 1, CAND_TOP: tl.constexpr = False,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
     AHEAD: tiles in flight per program (:func:`tile_ring_next`; no sum depends on it).
+
+    CAND_TOP (without HAS_P): the segment's largest key is taken over its candidates only, in
+    the tiles that hold some, instead of over every entry of every tile: the same key where the
+    segment has a candidate (its largest non-NaN entry is one), else the upper bound
+    ``max(cutoff - 1, KEY_FLOOR)`` (every non-NaN key lies below the cutoff; an all-NaN
+    segment's key is the floor, as before). Only the full-row fallback reads it, as the top of
+    its interval, which an upper bound keeps exact.
 
     LEAN (with HAS_P; the default, ``lean=0x0`` turns it off): the masses are summed relative
     to a fixed reference, the first tile's largest finite entry (0 when it has none), with no
@@ -254,10 +261,12 @@ def candidates_kernel(
             x = x.to(tl.float32)
             if SMALLEST:
                 is_cand = valid & (x <= bound)
-                lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), -x, -float("inf")))
+                if not CAND_TOP:
+                    lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), -x, -float("inf")))
             else:
                 is_cand = valid & (x >= bound)
-                lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), x, -float("inf")))
+                if not CAND_TOP:
+                    lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), x, -float("inf")))
             if HAS_P:
                 if LEAN:
                     if need_mass:
@@ -270,6 +279,11 @@ def candidates_kernel(
                     lane_inf += is_inf.to(tl.int32) + (is_inf & is_cand).to(tl.int32) * 65536
             n_tile = tl.sum(is_cand.to(tl.int32), axis=0)
             if n_tile > 0:
+                if CAND_TOP:  # (a candidate is never NaN: it compared true)
+                    if SMALLEST:
+                        lane_top = tl.maximum(lane_top, tl.where(is_cand, -x, -float("inf")))
+                    else:
+                        lane_top = tl.maximum(lane_top, tl.where(is_cand, x, -float("inf")))
                 compact_tile(x, seg_start + off, is_cand, lanes, n_tile, n_cand, row_x, cand_val,
                              cand_idx, BLOCK, CAP_SEG, SPARSE)
             n_cand += n_tile
@@ -277,6 +291,8 @@ def candidates_kernel(
         if SMALLEST:
             top = -top
         key_max = rank_key(top, SMALLEST)  # an all-NaN segment gives the floor: an upper bound
+        if CAND_TOP:
+            key_max = tl.where(n_cand > 0, key_max, tl.maximum(cutoff_key - 1, KEY_FLOOR))
         if HAS_P:
             if LEAN:  # the largest non-NaN entry: finite, -inf (no finite entry) or +inf (redo)
                 seg_max = top
