@@ -101,8 +101,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     wide=256x2,search=1024x4,band=2048x0"`` replaces the (tile, warps) of the candidate pass /
     wide compaction / mask write pass (``write``), the (dense candidates, warps) of the per-row
     search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
-    ``sortbig=0xW``, ``sortsmall=RxW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile, warps) of the wide
-    top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), pass A's
+    ``sortbig=0xW``, ``sortsmall=RxW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile,
+    warps) of the wide top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), pass A's
     masses by the online softmax instead of relative to a fixed reference (``lean=0x0``), the
     band's size cap in percent of the slots (``bandpct=75x0``), the programs per segment of the
     16-way rounds (``roundsplit=4x0``; default 2), the size of the wide top-p band's sample
