@@ -102,8 +102,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     wide compaction / mask write pass (``write``), the (dense candidates, warps) of the per-row
     search kernels (``search``, ``searchsmall``), the warps of top_k's per-row sort (``sort=0xW``,
     ``sortbig=0xW``, ``sortsmall=RxW``) or of the σ-cutoff kernel (``cutoff=0xW``), the (tile,
-    warps) of the wide top-p stage's 16-way rounds (``round``) or of its compaction after them (``wide2``), pass A's
-    masses by the online softmax instead of relative to a fixed reference (``lean=0x0``), the
+    warps) of the wide top-p stage's 16-way rounds (``round``) or of its compaction after them
+    (``wide2``), pass A's masses by the online softmax instead of relative to a fixed reference
+    (``lean=0x0``), the
     band's size cap in percent of the slots (``bandpct=75x0``), the programs per segment of the
     16-way rounds (``roundsplit=4x0``; default 2), the size of the wide top-p band's sample
     and the warps placing it (``band=4096x8``), or pass A's (tile, warps) for top-k alone at
