@@ -106,8 +106,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     (``wide2``), pass A's masses by the online softmax instead of relative to a fixed reference
     (``lean=0x0``), the band's size cap in percent of the slots (``bandpct=75x0``), the
     programs per segment of the 16-way rounds (``roundsplit=4x0``; default 2), the size of the
-    wide top-p band's sample and the warps placing it (``band=4096x8``), or pass A's (tile, warps) for top-k alone at
-    batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``; default 2048x8, ``0x0``: off;
+    wide top-p band's sample and the warps placing it (``band=4096x8``), or pass A's (tile,
+    warps) for top-k alone at batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``;
+    default 2048x8, ``0x0``: off;
     ``candsmallkp=0x0``: not for top-k + top-p with a scalar k; ``sparsesmall=8x0``: up to 8
     candidates of a tile one by one, as elsewhere (default 0: prefix sums only); the tile may
     exceed ``block``, up to the segment; ``searchb=0xW`` / ``cutoffb=0xW``: the per-row
