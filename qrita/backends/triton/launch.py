@@ -375,7 +375,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_unswitch = _table_override("wideunswitch", (1, 0))[0] == 1  # as on the GPU
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1  # as on the GPU
         wide_fixed = _table_override("widefixed", (1, 0))[0] == 1  # as on the GPU
-        cand_top = _table_override("candtop", (1, 0))[0] == 1  # so CI runs it (GPU: off)
+        cand_top = _table_override("candtop", (1, 0))[0] == 1  # as on the GPU
         # as on the GPU, at the batches CI runs: the count histogram's band at B <= 2, the
         # sample's above; another compaction tile and warps at B = 1
         hist_small_batch = _table_override("histsmall", (2, 0))[0]
@@ -440,13 +440,14 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # H200, B = 1024, fp32 topp0.9: pass A 253.9 -> 172.7 us, masks topk100_topp0.9
         # 551 -> 454 us, topp0.9 1639 -> 1559 (BENCHMARKS.md nineteenth session)
         lean_mass = _table_override("lean", (1, 0))[0] == 1
-        # ``candtop=1x0``: pass A without top-p takes a segment's largest key over its
-        # candidates, in the tiles holding some (``candidates_kernel``'s CAND_TOP), instead of
-        # over every entry: the tiles without one (almost all at k = 50) lose 14 of about 50
-        # instructions per 128 entries (sm90 SASS, bf16, triton 3.9). s43c / s43d: bf16 pass A
-        # at B = 1024 153.6 us against an 89 us read (fp32 194.5 against 178), unchanged by
-        # 256-entry tiles or two tiles in flight, so likely instruction-bound. Off until timed
-        cand_top = _table_override("candtop", (0, 0))[0] == 1
+        # ``candtop``: pass A without top-p takes a segment's largest key over its candidates,
+        # in the tiles holding some (``candidates_kernel``'s CAND_TOP), instead of over every
+        # entry: the tiles without one (almost all at k = 50) lose 14 of about 50 instructions
+        # per 128 entries (sm90 SASS, bf16, triton 3.9). H100, graph us, default -> candtop
+        # (s43f): bf16 k50 B = 1024 226.6 -> 222.6 (pass A 153.4 -> 148.8), bf16 k1000 465.3
+        # -> 458.3, fp32 k1000 522.3 -> 520.5, bf16 k50 B = 256 74.7 -> 73.5; the rest level
+        # (BENCHMARKS.md forty-fourth session). ``candtop=0x0`` turns it off
+        cand_top = _table_override("candtop", (1, 0))[0] == 1
         # the wide band placed from a count histogram of the row in NB bins (qrita/backends/
         # triton/hist_band.py; ``histband=NBxPCT``, PCT percent of ``max_band`` entries) in
         # 8192-entry tiles at 8 warps (``histblock``): off (``histband=512x50`` turns it on).
