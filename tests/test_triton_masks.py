@@ -1730,3 +1730,63 @@ def test_keyed_band_is_exact_and_finishes_tied_rows(monkeypatch, dtype):
             except AssertionError as err:
                 failures.append(f"{family}/p={p}: {err}")
     assert not failures, f"{len(failures)} failing:\n" + "\n".join(failures[:5])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("has_k,has_p,lean,smallest", [
+    (True, False, False, False), (True, False, False, True), (False, True, True, False),
+    (False, True, False, False), (True, True, True, False)])
+def test_pass_a_paired_tiles_give_the_same_bits(dtype, has_k, has_p, lean, smallest):
+    """Pass A taking two tiles a turn, each in its own load slot (``candidates_kernel``'s
+    PAIRED, the launch table's ``paired``) against the one-tile ring: every segment's
+    statistics (max, masses, counts, keys) and every candidate slot bit for bit, for top-k,
+    top-p (lean and online masses) and both, on every generator family at V = 1000 (segments of
+    four 32-entry tiles, the last one short); cutoffs from each row's quantiles, the floor and
+    above every key. The counts are checked against NumPy, so a loop that skipped or repeated
+    a tile fails."""
+    from qrita.backends.triton import pipeline
+    from qrita.reference import keys as ref_keys
+
+    KEY_NAN = -(2**31)
+    rng = np.random.default_rng(61)
+    V, seg_len, block, cap_seg, nseg_p2 = 1000, 128, 32, 64, 8
+    nseg = -(-V // seg_len)
+    x = np.concatenate([rows for _, rows in generators._family_batches(V, rng)])
+    x = generators.to_dtype(x, dtype)
+    xt = _to_device(x, dtype)
+    xh = _host(xt)
+    B = xh.shape[0]
+    rank = ref_keys.order_key(xh).astype(np.int64)
+    if smallest:
+        rank = np.where(rank == KEY_NAN, KEY_NAN, ~rank)
+    choices = [np.quantile(rank, 0.995, axis=1), np.quantile(rank, 0.5, axis=1),
+               np.full(B, KEY_NAN), np.full(B, 2**31 - 1)]
+    cutoff = np.stack(choices, axis=1)[np.arange(B), np.arange(B) % len(choices)]
+    cutoff = np.clip(cutoff, KEY_NAN, 2**31 - 1).astype(np.int32)
+    k_arr = torch.from_numpy(np.arange(B) % 7 * 9 + 1).to(torch.int64).to(DEVICE)
+    p_arr = torch.from_numpy(np.linspace(0.05, 0.95, B, dtype=np.float32)).to(DEVICE)
+    outs = {}
+    for paired in (False, True):
+        cand_val = torch.full((B, nseg_p2 * cap_seg), -7.0, dtype=torch.float32, device=DEVICE)
+        cand_idx = torch.full((B, nseg_p2 * cap_seg), -7, dtype=torch.int32, device=DEVICE)
+        seg_f = torch.full((B, nseg, 4), -7.0, dtype=torch.float32, device=DEVICE)
+        seg_i = torch.full((B, nseg, 8), -7, dtype=torch.int32, device=DEVICE)
+        dummy_i = torch.zeros(B * 16, dtype=torch.int32, device=DEVICE)
+        pipeline.candidates_kernel[(B, nseg)](
+            xt, k_arr, p_arr, torch.from_numpy(cutoff).to(DEVICE), V, xt.stride(0), seg_len,
+            0, 0.0, dummy_i, cand_val, cand_idx, seg_f, seg_i, HAS_K=has_k, K_ARRAY=True,
+            HAS_P=has_p, P_ARRAY=True, SMALLEST=smallest, BLOCK=block, CAP_SEG=cap_seg,
+            NSEG_P2=nseg_p2, SPARSE=4, ONLY_RETRY=False, LEAN=lean, CAND_TOP=has_k and not has_p,
+            PAIRED=paired, num_warps=1)
+        outs[paired] = [a.cpu().numpy() for a in (seg_f, seg_i, cand_val, cand_idx)]
+    for one, two in zip(outs[False], outs[True]):
+        assert np.array_equal(one.view(np.int32), two.view(np.int32))
+    # the candidates' counts: NumPy's (the one float compare against the cutoff's value)
+    floor_cut = np.maximum(cutoff.astype(np.int64), -2139095041)
+    bound_key = (~floor_cut if smallest else floor_cut).astype(np.int32)
+    bound_val = ref_keys.key_to_value(bound_key)[:, None]
+    with np.errstate(invalid="ignore"):
+        passes = (xh <= bound_val) if smallest else (xh >= bound_val)
+    counts = np.add.reduceat(passes, np.arange(0, V, seg_len), axis=1)
+    assert np.array_equal(outs[True][1][:, :, 0], counts)
+    assert (counts > 0).any() and (counts == 0).any()

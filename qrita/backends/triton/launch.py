@@ -211,6 +211,9 @@ class PipelineConfig:
     # pass A of a call without top-p takes a segment's largest key over its candidates only
     # (``candtop``; ``pipeline.candidates_kernel``'s CAND_TOP)
     cand_top: bool = False
+    # pass A takes two tiles a turn, each in its own load slot (``paired``;
+    # ``pipeline.candidates_kernel``'s PAIRED), where a segment is an even number of tiles
+    paired: bool = False
     # the wide band placed from a count histogram of the whole row (``hist_band``) in this
     # many bins (0: from a sample, ``wide.wide_band_kernel``), holding at most
     # ``hist_band_percent`` percent of ``max_band`` entries
@@ -376,6 +379,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1  # as on the GPU
         wide_fixed = _table_override("widefixed", (1, 0))[0] == 1  # as on the GPU
         cand_top = _table_override("candtop", (1, 0))[0] == 1  # as on the GPU
+        paired = _table_override("paired", (1, 0))[0] == 1  # so CI runs it (GPU: off)
         # as on the GPU, at the batches CI runs: the count histogram's band at B <= 2, the
         # sample's above; another compaction tile and warps at B = 1
         hist_small_batch = _table_override("histsmall", (2, 0))[0]
@@ -448,6 +452,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # -> 458.3, fp32 k1000 522.3 -> 520.5, bf16 k50 B = 256 74.7 -> 73.5; the rest level
         # (BENCHMARKS.md forty-fourth session). ``candtop=0x0`` turns it off
         cand_top = _table_override("candtop", (1, 0))[0] == 1
+        # ``paired=1x0``: pass A takes two tiles a turn, each in its own load slot, refilled as
+        # soon as its tile is taken. The ring (``ahead``) turns its registers at the loop's end,
+        # and in sm90 SASS (triton 3.9) that move waits on the load the turn just issued: one
+        # load in flight per program whatever AHEAD, which would explain why neither
+        # ``ahead=2x1`` nor 256-entry tiles helped (s43d). With one-warp programs an SM holds
+        # 32, so one 128-entry bf16 tile each is 8 KiB in flight per SM. Off until timed
+        paired = _table_override("paired", (0, 0))[0] == 1
         # the wide band placed from a count histogram of the row in NB bins (qrita/backends/
         # triton/hist_band.py; ``histband=NBxPCT``, PCT percent of ``max_band`` entries) in
         # 8192-entry tiles at 8 warps (``histblock``): off (``histband=512x50`` turns it on).
@@ -763,6 +774,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           round_merge=round_merge, wide_packed=wide_packed,
                           wide_lean=wide_lean, round_pivot_rows=round_pivot_rows,
                           wide_unswitch=wide_unswitch, wide_exp2=wide_exp2, cand_top=cand_top,
+                          paired=paired,
                           wide_fixed=wide_fixed and vocab <= FIXED_MAX_VOCAB,
                           hist_small_batch=hist_small_batch
                           if wide_fixed and vocab <= FIXED_MAX_VOCAB else 0,
@@ -902,6 +914,8 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                            SPARSE=sparse_cand, ONLY_RETRY=again,
                                            LEAN=cfg.lean_mass and has_p, AHEAD=ahead[0],
                                            CAND_TOP=cfg.cand_top and not has_p,
+                                           PAIRED=cfg.paired
+                                           and cfg.seg_len % (2 * block_cand) == 0,
                                            num_warps=warps_cand)
         for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search

@@ -39,6 +39,7 @@ from qrita.backends.triton.primitives import (  # noqa: I001
     retry_cutoff_key,
     sample_cutoff_key,
     search_in_registers,
+    segment_tile,
     tile_ring_next,
     tile_ring_start,
     weights_of,
@@ -168,6 +169,50 @@ def segment_mass_online(row_x, V, seg_start, seg_len, bound, lanes, BLOCK: tl.co
 
 
 @triton.jit
+def pass_a_tile(x, tile_start, lanes, V, bound, ref, need_mass, lane_top, lane_max, lane_mass,
+                lane_cand_mass, lane_inf, n_cand, row_x, cand_val, cand_idx,
+                HAS_P: tl.constexpr, SMALLEST: tl.constexpr, BLOCK: tl.constexpr,
+                CAP_SEG: tl.constexpr, SPARSE: tl.constexpr, LEAN: tl.constexpr,
+                CAND_TOP: tl.constexpr):
+    """One tile of pass A (:func:`candidates_kernel`): its candidates appended, the per-lane
+    top, masses and +inf counts updated. ``x``: the tile in the row's dtype, entries at
+    ``tile_start + lanes``. Returns (lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf,
+    n_cand)."""
+    offs = tile_start + lanes
+    valid = offs < V
+    x = x.to(tl.float32)
+    if SMALLEST:
+        is_cand = valid & (x <= bound)
+        if not CAND_TOP:
+            lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), -x, -float("inf")))
+    else:
+        is_cand = valid & (x >= bound)
+        if not CAND_TOP:
+            lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), x, -float("inf")))
+    if HAS_P:
+        if LEAN:
+            if need_mass:
+                lane_mass, lane_cand_mass = fixed_ref_mass(x, valid, is_cand, ref,
+                                                           lane_mass, lane_cand_mass)
+        else:
+            lane_max, lane_mass, lane_cand_mass = online_mass(
+                x, valid, is_cand, lane_max, lane_mass, lane_cand_mass)
+            is_inf = valid & (x == float("inf"))
+            lane_inf += is_inf.to(tl.int32) + (is_inf & is_cand).to(tl.int32) * 65536
+    n_tile = tl.sum(is_cand.to(tl.int32), axis=0)
+    if n_tile > 0:
+        if CAND_TOP:  # (a candidate is never NaN: it compared true)
+            if SMALLEST:
+                lane_top = tl.maximum(lane_top, tl.where(is_cand, -x, -float("inf")))
+            else:
+                lane_top = tl.maximum(lane_top, tl.where(is_cand, x, -float("inf")))
+        compact_tile(x, tile_start, is_cand, lanes, n_tile, n_cand, row_x, cand_val, cand_idx,
+                     BLOCK, CAP_SEG, SPARSE)
+    n_cand += n_tile
+    return lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand
+
+
+@triton.jit
 def candidates_kernel(
     x_ptr, k_ptr, p_ptr, cutoff_ptr,
     V, stride_x, seg_len, k_scalar, p_scalar, row_i_ptr,
@@ -175,10 +220,12 @@ def candidates_kernel(
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
     SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr, LEAN: tl.constexpr = False,
-    AHEAD: tl.constexpr = 1, CAND_TOP: tl.constexpr = False,
+    AHEAD: tl.constexpr = 1, CAND_TOP: tl.constexpr = False, PAIRED: tl.constexpr = False,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
     AHEAD: tiles in flight per program (:func:`tile_ring_next`; no sum depends on it).
+    PAIRED: two tiles a turn, each in its own load slot (AHEAD unused; an even number of tiles
+    per segment); the same tiles in the same order, so the same bits.
 
     CAND_TOP (without HAS_P): the segment's largest key is taken over its candidates only, in
     the tiles that hold some, instead of over every entry of every tile: the same key where the
@@ -244,49 +291,47 @@ def candidates_kernel(
         lane_cand_mass = tl.zeros([BLOCK], tl.float32)
         lane_inf = tl.zeros([BLOCK], tl.int32)  # +inf entries, + 65536 x +inf candidates
         lanes = tl.arange(0, BLOCK)
-        t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_start + seg_len,
-                                         BLOCK, AHEAD)
+        seg_end = seg_start + seg_len
+        if PAIRED:
+            tile_a = segment_tile(row_x, seg_start + lanes, V, seg_end)
+            tile_b = segment_tile(row_x, seg_start + BLOCK + lanes, V, seg_end)
+            first = tile_a.to(tl.float32)
+        else:
+            t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_end, BLOCK, AHEAD)
+            first = t1.to(tl.float32)
         ref = zero_i.to(tl.float32)
         if HAS_P and LEAN:
-            first = t1.to(tl.float32)
             ref = tl.max(tl.where((seg_start + lanes < V) & (tl.abs(first) < float("inf")),
                                   first, -float("inf")), axis=0)
             ref = tl.where(ref > -float("inf"), ref, 0.0)  # no finite entry: the check redoes it
-        for off in range(0, seg_len, BLOCK):
-            offs = seg_start + off + lanes
-            valid = offs < V
-            # prefetch the next AHEAD tiles while this one is processed
-            x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, offs, V,
-                                               seg_start + seg_len, BLOCK, AHEAD)
-            x = x.to(tl.float32)
-            if SMALLEST:
-                is_cand = valid & (x <= bound)
-                if not CAND_TOP:
-                    lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), -x, -float("inf")))
-            else:
-                is_cand = valid & (x >= bound)
-                if not CAND_TOP:
-                    lane_top = tl.maximum(lane_top, tl.where(valid & (x == x), x, -float("inf")))
-            if HAS_P:
-                if LEAN:
-                    if need_mass:
-                        lane_mass, lane_cand_mass = fixed_ref_mass(x, valid, is_cand, ref,
-                                                                   lane_mass, lane_cand_mass)
-                else:
-                    lane_max, lane_mass, lane_cand_mass = online_mass(
-                        x, valid, is_cand, lane_max, lane_mass, lane_cand_mass)
-                    is_inf = valid & (x == float("inf"))
-                    lane_inf += is_inf.to(tl.int32) + (is_inf & is_cand).to(tl.int32) * 65536
-            n_tile = tl.sum(is_cand.to(tl.int32), axis=0)
-            if n_tile > 0:
-                if CAND_TOP:  # (a candidate is never NaN: it compared true)
-                    if SMALLEST:
-                        lane_top = tl.maximum(lane_top, tl.where(is_cand, -x, -float("inf")))
-                    else:
-                        lane_top = tl.maximum(lane_top, tl.where(is_cand, x, -float("inf")))
-                compact_tile(x, seg_start + off, is_cand, lanes, n_tile, n_cand, row_x, cand_val,
-                             cand_idx, BLOCK, CAP_SEG, SPARSE)
-            n_cand += n_tile
+        if PAIRED:
+            # two tiles a turn, each with its own load slot: a slot is refilled right after its
+            # tile is taken, so the other slot's load stays in flight while this tile is
+            # processed (two loads per program in flight; no ring turned at the loop's end,
+            # whose register moves waited on the load just issued). The launcher passes
+            # PAIRED only when the segment is an even number of tiles. Same tiles, same order.
+            for off in range(0, seg_len, 2 * BLOCK):
+                x = tile_a
+                tile_a = segment_tile(row_x, seg_start + off + 2 * BLOCK + lanes, V, seg_end)
+                lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand = pass_a_tile(
+                    x, seg_start + off, lanes, V, bound, ref, need_mass, lane_top, lane_max,
+                    lane_mass, lane_cand_mass, lane_inf, n_cand, row_x, cand_val, cand_idx,
+                    HAS_P, SMALLEST, BLOCK, CAP_SEG, SPARSE, LEAN, CAND_TOP)
+                x = tile_b
+                tile_b = segment_tile(row_x, seg_start + off + 3 * BLOCK + lanes, V, seg_end)
+                lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand = pass_a_tile(
+                    x, seg_start + off + BLOCK, lanes, V, bound, ref, need_mass, lane_top,
+                    lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand, row_x, cand_val,
+                    cand_idx, HAS_P, SMALLEST, BLOCK, CAP_SEG, SPARSE, LEAN, CAND_TOP)
+        else:
+            for off in range(0, seg_len, BLOCK):
+                # prefetch the next AHEAD tiles while this one is processed
+                x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, seg_start + off + lanes,
+                                                   V, seg_end, BLOCK, AHEAD)
+                lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand = pass_a_tile(
+                    x, seg_start + off, lanes, V, bound, ref, need_mass, lane_top, lane_max,
+                    lane_mass, lane_cand_mass, lane_inf, n_cand, row_x, cand_val, cand_idx,
+                    HAS_P, SMALLEST, BLOCK, CAP_SEG, SPARSE, LEAN, CAND_TOP)
         top = tl.max(lane_top, axis=0)
         if SMALLEST:
             top = -top
