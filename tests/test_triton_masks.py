@@ -1790,3 +1790,19 @@ def test_pass_a_paired_tiles_give_the_same_bits(dtype, has_k, has_p, lean, small
     counts = np.add.reduceat(passes, np.arange(0, V, seg_len), axis=1)
     assert np.array_equal(outs[True][1][:, :, 0], counts)
     assert (counts > 0).any() and (counts == 0).any()
+
+
+def test_paired_pass_a_follows_the_table(monkeypatch):
+    """The GPU table pairs pass A's tiles (``paired``) for every call without top-p and for
+    top-p calls up to 128 rows (H100, BENCHMARKS.md forty-fourth session); ``paired=0x0``
+    turns it off; and the segment is an even number of pass A's tiles, as PAIRED needs."""
+    from qrita.backends.triton import launch
+
+    for dtype in (torch.float32, torch.bfloat16):
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "")
+        cfg = launch._pipeline_config(131072, dtype, False, "")
+        assert (cfg.paired, cfg.paired_topp_rows) == (True, 128)
+        assert cfg.seg_len % (2 * cfg.block_cand) == 0
+        # (read by the table; the argument keys its cache)
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "paired=0x0")
+        assert not launch._pipeline_config(131072, dtype, False, "paired=0x0").paired
