@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b|s43a|s43b|s43c|s43d|s43e|s43f|s44a]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b|s43a|s43b|s43c|s43d|s43e|s43f|s44a|s44b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1203,6 +1203,21 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
 fi
+if [[ $stage == s44b ]]; then  # (~380 s + start): the wide compaction with two tiles a turn (widepaired=1x0, off on GPUs) and pass A paired for top-p at every batch (paired=1x1024; s44a: slower at B = 256) against the default, top-p profiles at B = 64 / 256 / 1024; the oracle-checked top-p bench and a GPU test under widepaired; then s43e (the rank sort's warps at B <= 64)
+  PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-120}" \
+    prof_tables wp_ topp0.9,topp0.99 zipf default widepaired=1x0 paired=1x1024
+  QRITA_LAUNCH_TABLE=widepaired=1x0 timeout "${AB_S:-100}" python3 benchmarks/bench.py \
+    --out "$OUT/bench_widepaired" --ops masks --vocab 131072 --dtypes float32,bfloat16 \
+    --batch 64,1024 --workloads zipf,gaussian --scenarios topp0.9,topk100_topp0.9 --graphs \
+    --warmup 5 --rep 20 --check-rows 4 --peers '' --no-progress \
+    > "$OUT/bench_widepaired.log" 2>&1
+  echo "bench widepaired exit $?"; grep -E "^masks" "$OUT/bench_widepaired.log" | cut -c1-150
+  QRITA_LAUNCH_TABLE=widepaired=1x0 timeout "${TESTS_S:-100}" python3 -m pytest -p no:cacheprovider \
+    -rf --tb=short -v "tests/test_triton_masks.py::test_gpu_batches[zipf-1024]" \
+    "tests/test_triton_masks.py::test_gpu_batches[gaussian-128]" \
+    2>&1 | tee "$OUT/pytest_gpu_s44b.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
+  stage=s43e
+fi
 if [[ $stage == s44a ]]; then  # forty-fourth session (~420 s + start): pass A with two tiles a turn in their own load slots (paired=1x0, off on GPUs): kernel profiles against the default (k50, k1000, topk50, topp0.9 at B = 64 / 256 / 1024, fp32 and bf16), the oracle-checked bench and the GPU tests under it
   PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-120}" \
     prof_tables pr_ k50,k1000,topk50,topp0.9 zipf default paired=1x0
@@ -1244,6 +1259,7 @@ if [[ $stage == s43e ]]; then  # next (~220 s + start): the rank sort at 32 warp
   QRITA_LAUNCH_TABLE=sortsmall=64x32 timeout "${TESTS_S:-120}" python3 -m pytest -p no:cacheprovider \
     -rf --tb=short -v "tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant[64-float32]" \
     2>&1 | tee "$OUT/pytest_gpu_s43e.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
+  pack_cache
 fi
 if [[ $stage == s43d ]]; then  # (~300 s) pass A's tile for bf16 (s43c: bf16 k50 B = 1024 pass A 153.8 us against an 89 us read, fp32 194.5 against 178): one warp per program, 128 entries a tile, holds 8 bytes a thread in bf16; 256 entries (16 bytes) and two tiles in flight, at B = 256 / 1024; fp32 with two tiles in flight; then the oracle-checked bench of the bf16 table
   PROF_BATCH=256,1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-90}" \

@@ -1093,6 +1093,42 @@ def test_wide_compaction_unswitched_and_exp2(monkeypatch, dtype):
         assert (taken[:, 13] == 1).any() and (taken[:, 4] > 0).any()  # band hits, then rounds
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_wide_compaction_paired_tiles(monkeypatch, dtype):
+    """The wide compaction taking two tiles a turn in their own load slots (``wide_paired``,
+    the launch table's ``widepaired``): the oracle's masks on rows with NaN, -inf and +inf
+    entries, extremes and heavy ties, bands that finish and bands that miss, and every row's
+    statistics the same integers as the one-tile ring's, with the float compares (``lean``)
+    and with order keys."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import wide
+
+    table = _small_slots_table()
+    launches = _site_launches(monkeypatch, wide.wide_compact_kernel)
+    V = 1001
+    x = _wide_edge_rows(np.random.default_rng(41), V, grammar_fracs=(0.5,))
+    stats = {}
+    for paired, lean in ((False, True), (True, True), (False, False), (True, False)):
+        monkeypatch.setattr(launch_module, "pipeline_config",
+                            lambda V, dtype, w=paired, n=lean: replace(
+                                table(V, dtype), band_percent=5, wide_lean=n, block_wide=32,
+                                block_wide2=32, wide_paired=w))
+        assert launch_module.pipeline_config(V, torch.float32).seg_len % 64 == 0
+        for p in (0.9, 0.99, 0.999999):
+            out = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            run_and_check(x, dtype, None, p, stats=out)
+            stats[paired, lean, p] = out.cpu().numpy()
+        assert any(kwargs.get("PAIRED") is paired and kwargs.get("LEAN") is lean
+                   for _, _, kwargs in launches), launches
+    for lean in (True, False):
+        for p in (0.9, 0.99, 0.999999):
+            np.testing.assert_array_equal(stats[True, lean, p], stats[False, lean, p])
+    taken = np.concatenate([stats[True, True, p] for p in (0.9, 0.99, 0.999999)])
+    assert (taken[:, 13] == 1).any() and (taken[:, 4] > 0).any()  # band hits, then rounds
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_wide_fixed_masses_answer_does_not_depend_on_the_band(monkeypatch, dtype):
     """The wide stage's masses in fixed point (``wide_fixed``, the launch table's
     ``widefixed``): the oracle's masks, and every row's boundary key and tie budget the same

@@ -324,6 +324,14 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                              KEY_SHIFT=key_shift, LISTED=False, AHEAD=1, PACKED=True,
                              LEAN=True, UNSWITCH=True, FIXED=True),
                         target, 1)
+                    # and with two tiles a turn in their own load slots (``widepaired``)
+                    out["wide_compact_band_paired"] = _compile(wide.wide_compact_kernel,
+                        compact_sig,
+                        dict(BLOCK=128 if dtype == "float32" else 256, CAP_SEG=cap_seg,
+                             NSEG_P2=nseg_p2, SPARSE=0, BAND=True, FLAT=dtype == "float32",
+                             KEY_SHIFT=key_shift, LISTED=False, PACKED=True,
+                             LEAN=True, UNSWITCH=True, FIXED=True, PAIRED=True),
+                        target, 1)
             # fixed-point masses (``widefixed``): the band's search (bfloat16: its keyed
             # finish) and, float32, the search after the rounds with its full-row fallback
             fixed_too = dtype == ALL_VARIANTS_DTYPE or (band and dtype == "bfloat16")

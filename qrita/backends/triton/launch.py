@@ -218,6 +218,7 @@ class PipelineConfig:
     # calls with top-p only at batches of at most ``paired_topp_rows`` rows
     paired: bool = False
     paired_topp_rows: int = 0
+    wide_paired: bool = False  # the wide compaction's loop likewise (``widepaired``)
     # the wide band placed from a count histogram of the whole row (``hist_band``) in this
     # many bins (0: from a sample, ``wide.wide_band_kernel``), holding at most
     # ``hist_band_percent`` percent of ``max_band`` entries
@@ -385,6 +386,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         cand_top = _table_override("candtop", (1, 0))[0] == 1  # as on the GPU
         paired, paired_topp_rows = _table_override("paired", (1, 128))  # as on the GPU
         paired = paired == 1
+        wide_paired = _table_override("widepaired", (1, 0))[0] == 1  # so CI runs it (GPU: off)
         # as on the GPU, at the batches CI runs: the count histogram's band at B <= 2, the
         # sample's above; another compaction tile and warps at B = 1
         hist_small_batch = _table_override("histsmall", (2, 0))[0]
@@ -470,6 +472,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 397.3; bf16 44.5 -> 51.1), B = 1024 level (189.8 -> 185.5). So top-p up to 128 rows
         paired, paired_topp_rows = _table_override("paired", (1, 128))
         paired = paired == 1
+        # ``widepaired=1x0``: the wide compaction's loop takes two tiles a turn in their own
+        # load slots, as pass A's (``paired``). Off until timed
+        wide_paired = _table_override("widepaired", (0, 0))[0] == 1
         # the wide band placed from a count histogram of the row in NB bins (qrita/backends/
         # triton/hist_band.py; ``histband=NBxPCT``, PCT percent of ``max_band`` entries) in
         # 8192-entry tiles at 8 warps (``histblock``): off (``histband=512x50`` turns it on).
@@ -786,6 +791,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           wide_lean=wide_lean, round_pivot_rows=round_pivot_rows,
                           wide_unswitch=wide_unswitch, wide_exp2=wide_exp2, cand_top=cand_top,
                           paired=paired, paired_topp_rows=paired_topp_rows,
+                          wide_paired=wide_paired,
                           wide_fixed=wide_fixed and vocab <= FIXED_MAX_VOCAB,
                           hist_small_batch=hist_small_batch
                           if wide_fixed and vocab <= FIXED_MAX_VOCAB else 0,
@@ -955,7 +961,10 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        # the stage must be computed alike)
                                        EXP2=cfg.wide_exp2 and cfg.wide_lean and band
                                        and not cfg.wide_fixed,
-                                       FIXED=cfg.wide_fixed, num_warps=warps_c)
+                                       FIXED=cfg.wide_fixed,
+                                       PAIRED=cfg.wide_paired
+                                       and cfg.seg_len % (2 * block_c) == 0,
+                                       num_warps=warps_c)
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, FIXED=cfg.wide_fixed,
                                       num_warps=cfg.warps_search)

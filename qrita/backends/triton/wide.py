@@ -474,7 +474,7 @@ def wide_compact_kernel(
     BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
     LISTED: tl.constexpr = False, AHEAD: tl.constexpr = 1, PACKED: tl.constexpr = False,
     LEAN: tl.constexpr = False, UNSWITCH: tl.constexpr = False, EXP2: tl.constexpr = False,
-    FIXED: tl.constexpr = False,
+    FIXED: tl.constexpr = False, PAIRED: tl.constexpr = False,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -503,7 +503,9 @@ def wide_compact_kernel(
     without the NaN terms and the +inf weights (the same entries and sums). EXP2 (LEAN, BAND): the weights summed as exp2 (:func:`_compact_loop`;
     those below 2^-126 weigh 0), in the keyed count too. FIXED (BAND): the masses as int64
     fixed-point sums (:func:`~.primitives.fixed_weight`, :func:`_masses_ptr`): exact, so they
-    do not depend on where the band lies or how the row is split.
+    do not depend on where the band lies or how the row is split. PAIRED: two tiles a turn in
+    their own load slots (:func:`_compact_loop`; AHEAD unused; an even number of tiles per
+    segment).
     """
     if BAND:
         if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
@@ -514,12 +516,12 @@ def wide_compact_kernel(
             _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                          cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
                          tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT,
-                         KEY_SHIFT, AHEAD, PACKED, LEAN, UNSWITCH, EXP2, FIXED)
+                         KEY_SHIFT, AHEAD, PACKED, LEAN, UNSWITCH, EXP2, FIXED, PAIRED)
     else:
         _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                      cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, tl.program_id(0), BLOCK,
                      CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD, PACKED, LEAN,
-                     UNSWITCH, EXP2, FIXED)
+                     UNSWITCH, EXP2, FIXED, PAIRED)
 
 
 @triton.jit
@@ -528,7 +530,8 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                  CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr, SPARSE: tl.constexpr,
                  BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr,
                  AHEAD: tl.constexpr, PACKED: tl.constexpr, LEAN: tl.constexpr,
-                 UNSWITCH: tl.constexpr, EXP2: tl.constexpr, FIXED: tl.constexpr):
+                 UNSWITCH: tl.constexpr, EXP2: tl.constexpr, FIXED: tl.constexpr,
+                 PAIRED: tl.constexpr):
     """:func:`wide_compact_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -579,13 +582,15 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                 row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
                 after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
                 cand_idx_ptr + cand, count, lane_above, lane_mass_above, lane_mass_band,
-                BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, False, EXP2, FIXED)
+                BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, False, EXP2, FIXED,
+                PAIRED)
         else:
             count, lane_above, lane_mass_above, lane_mass_band = _compact_loop(
                 row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
                 after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr + cand,
                 cand_idx_ptr + cand, count, lane_above, lane_mass_above, lane_mass_band,
-                BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, True, EXP2, FIXED)
+                BLOCK, CAP_SEG, SPARSE, BAND, AHEAD, PACKED, LEAN, True, EXP2, FIXED,
+                PAIRED)
         slot = row64 * nseg + seg
         tl.store(seg_i_ptr + slot * SEG_I, count)
         if BAND:
@@ -596,13 +601,71 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
 
 
 @triton.jit
+def _compact_step(x, off, seg, seg_len, lanes, V, first, last, after, first_value, last_value,
+                  after_value, nan_inside, nan_above, row_max, inf_mode, row_x, cand_val_ptr,
+                  cand_idx_ptr, count, lane_above, lane_mass_above, lane_mass_band,
+                  BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, SPARSE: tl.constexpr,
+                  BAND: tl.constexpr, PACKED: tl.constexpr, LEAN: tl.constexpr,
+                  NAN_TERMS: tl.constexpr, EXP2: tl.constexpr, FIXED: tl.constexpr):
+    """One tile of :func:`_compact_loop` (``x``: the tile at ``seg * seg_len + off + lanes``
+    in the row's dtype). Returns (count, lane_above, lane_mass_above, lane_mass_band)."""
+    offs = seg * seg_len + off + lanes
+    valid = offs < V
+    x = x.to(tl.float32)
+    if LEAN:
+        in_values = (x >= first_value) & (x <= last_value)  # (no NaN, nothing past V)
+        if NAN_TERMS:
+            take = in_values | tl.where(nan_inside, valid & (x != x), False)
+        else:
+            take = in_values
+    else:
+        key = rank_key(x, False)
+        take = valid & (key >= first) & (key <= last)
+    if BAND:
+        if LEAN:
+            above_values = x >= after_value  # (no NaN, nothing past V)
+            # weights_of's value wherever it is summed: the row's max is finite in a
+            # wide row, exp(-inf - max) = 0, and NaN entries (weight 0) are not summed
+            if EXP2:
+                w_finite = tl.exp2((x - row_max) * 1.4426950408889634)
+            else:
+                w_finite = tl.exp(x - row_max)
+            if NAN_TERMS:
+                above = above_values | tl.where(nan_above, valid & (x != x), False)
+                w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), w_finite)
+            else:  # (no +inf entry either: the caller's condition)
+                above = above_values
+                w = w_finite
+            if FIXED:
+                w = fixed_weight(w)
+            # (the literal 0 keeps w's type: float32, or int64 with FIXED)
+            lane_mass_above += tl.where(above_values, w, 0)
+            lane_mass_band += tl.where(in_values, w, 0)
+        else:
+            above = valid & (key >= after)
+            w = weights_of(x, row_max, inf_mode)
+            if FIXED:
+                w = fixed_weight(w)
+            lane_mass_above += tl.where(above, w, 0)
+            lane_mass_band += tl.where(take, w, 0)
+        lane_above += above.to(tl.int32)
+    n_tile = tl.sum(take.to(tl.int32), axis=0)
+    if n_tile > 0:
+        compact_tile(x, seg * seg_len + off, take, lanes, n_tile, count,
+                     row_x, cand_val_ptr, cand_idx_ptr, BLOCK, CAP_SEG,
+                     SPARSE, PACKED)
+    count += n_tile
+    return count, lane_above, lane_mass_above, lane_mass_band
+
+
+@triton.jit
 def _compact_loop(row_x, V, seg, seg_len, lanes, first, last, after, first_value, last_value,
                   after_value, nan_inside, nan_above, row_max, inf_mode, cand_val_ptr,
                   cand_idx_ptr, count, lane_above, lane_mass_above, lane_mass_band,
                   BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, SPARSE: tl.constexpr,
                   BAND: tl.constexpr, AHEAD: tl.constexpr, PACKED: tl.constexpr,
                   LEAN: tl.constexpr, NAN_TERMS: tl.constexpr, EXP2: tl.constexpr,
-                  FIXED: tl.constexpr):
+                  FIXED: tl.constexpr, PAIRED: tl.constexpr = False):
     """:func:`_compact_row`'s loop over one segment's tiles: appends the entries of the interval
     to the segment's slots (cand_val_ptr / cand_idx_ptr: the segment's first slot) and, with
     BAND, sums per lane the count and mass above the band and the band's mass. Returns
@@ -612,63 +675,45 @@ def _compact_loop(row_x, V, seg, seg_len, lanes, first, last, after, first_value
     compares alone and the weights exp's. EXP2 (LEAN, BAND): the
     weights as exp2((x - max) · log2 e), which is exp's own computation without its fix-up for
     results below 2^-126 (those weigh 0): 3 instructions per entry fewer (sm90 SASS). FIXED
-    (BAND): the lane masses int64, of :func:`~.primitives.fixed_weight`'s weights."""
+    (BAND): the lane masses int64, of :func:`~.primitives.fixed_weight`'s weights. PAIRED: two
+    tiles a turn, each in its own load slot (as pass A's, :func:`~.pipeline.candidates_kernel`;
+    AHEAD unused; an even number of tiles per segment): the same tiles in the same order."""
     seg_start = seg * seg_len
+    seg_end = seg_start + seg_len
     # (LEAN: NaN past V, which no float compare takes)
     OTHER: tl.constexpr = float("nan") if LEAN else 0.0
-    t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_start + seg_len,
-                                     BLOCK, AHEAD, OTHER)
-    for off in range(0, seg_len, BLOCK):
-        offs = seg_start + off + lanes
-        valid = offs < V
-        # the next AHEAD tiles' loads are issued before this one is processed (one warp
-        # per program: without it each tile waits for its own load)
-        x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, offs, V,
-                                           seg_start + seg_len, BLOCK, AHEAD, OTHER)
-        x = x.to(tl.float32)
-        if LEAN:
-            in_values = (x >= first_value) & (x <= last_value)  # (no NaN, nothing past V)
-            if NAN_TERMS:
-                take = in_values | tl.where(nan_inside, valid & (x != x), False)
-            else:
-                take = in_values
-        else:
-            key = rank_key(x, False)
-            take = valid & (key >= first) & (key <= last)
-        if BAND:
-            if LEAN:
-                above_values = x >= after_value  # (no NaN, nothing past V)
-                # weights_of's value wherever it is summed: the row's max is finite in a
-                # wide row, exp(-inf - max) = 0, and NaN entries (weight 0) are not summed
-                if EXP2:
-                    w_finite = tl.exp2((x - row_max) * 1.4426950408889634)
-                else:
-                    w_finite = tl.exp(x - row_max)
-                if NAN_TERMS:
-                    above = above_values | tl.where(nan_above, valid & (x != x), False)
-                    w = tl.where(inf_mode, tl.where(x == float("inf"), 1.0, 0.0), w_finite)
-                else:  # (no +inf entry either: the caller's condition)
-                    above = above_values
-                    w = w_finite
-                if FIXED:
-                    w = fixed_weight(w)
-                # (the literal 0 keeps w's type: float32, or int64 with FIXED)
-                lane_mass_above += tl.where(above_values, w, 0)
-                lane_mass_band += tl.where(in_values, w, 0)
-            else:
-                above = valid & (key >= after)
-                w = weights_of(x, row_max, inf_mode)
-                if FIXED:
-                    w = fixed_weight(w)
-                lane_mass_above += tl.where(above, w, 0)
-                lane_mass_band += tl.where(take, w, 0)
-            lane_above += above.to(tl.int32)
-        n_tile = tl.sum(take.to(tl.int32), axis=0)
-        if n_tile > 0:
-            compact_tile(x, seg * seg_len + off, take, lanes, n_tile, count,
-                         row_x, cand_val_ptr, cand_idx_ptr, BLOCK, CAP_SEG,
-                         SPARSE, PACKED)
-        count += n_tile
+    if PAIRED:
+        tile_a = segment_tile(row_x, seg_start + lanes, V, seg_end, OTHER)
+        tile_b = segment_tile(row_x, seg_start + BLOCK + lanes, V, seg_end, OTHER)
+        for off in range(0, seg_len, 2 * BLOCK):
+            x = tile_a
+            tile_a = segment_tile(row_x, seg_start + off + 2 * BLOCK + lanes, V, seg_end, OTHER)
+            count, lane_above, lane_mass_above, lane_mass_band = _compact_step(
+                x, off, seg, seg_len, lanes, V, first, last, after, first_value, last_value,
+                after_value, nan_inside, nan_above, row_max, inf_mode, row_x, cand_val_ptr,
+                cand_idx_ptr, count, lane_above, lane_mass_above, lane_mass_band, BLOCK,
+                CAP_SEG, SPARSE, BAND, PACKED, LEAN, NAN_TERMS, EXP2, FIXED)
+            x = tile_b
+            tile_b = segment_tile(row_x, seg_start + off + 3 * BLOCK + lanes, V, seg_end, OTHER)
+            count, lane_above, lane_mass_above, lane_mass_band = _compact_step(
+                x, off + BLOCK, seg, seg_len, lanes, V, first, last, after, first_value,
+                last_value, after_value, nan_inside, nan_above, row_max, inf_mode, row_x,
+                cand_val_ptr, cand_idx_ptr, count, lane_above, lane_mass_above,
+                lane_mass_band, BLOCK, CAP_SEG, SPARSE, BAND, PACKED, LEAN, NAN_TERMS, EXP2,
+                FIXED)
+    else:
+        t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_end, BLOCK, AHEAD,
+                                         OTHER)
+        for off in range(0, seg_len, BLOCK):
+            # the next AHEAD tiles' loads are issued before this one is processed (one warp
+            # per program: without it each tile waits for its own load)
+            x, t1, t2, t3, t4 = tile_ring_next(t1, t2, t3, t4, row_x, seg_start + off + lanes,
+                                               V, seg_end, BLOCK, AHEAD, OTHER)
+            count, lane_above, lane_mass_above, lane_mass_band = _compact_step(
+                x, off, seg, seg_len, lanes, V, first, last, after, first_value, last_value,
+                after_value, nan_inside, nan_above, row_max, inf_mode, row_x, cand_val_ptr,
+                cand_idx_ptr, count, lane_above, lane_mass_above, lane_mass_band, BLOCK,
+                CAP_SEG, SPARSE, BAND, PACKED, LEAN, NAN_TERMS, EXP2, FIXED)
     return count, lane_above, lane_mass_above, lane_mass_band
 
 
