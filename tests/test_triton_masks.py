@@ -1772,9 +1772,9 @@ def test_keyed_band_is_exact_and_finishes_tied_rows(monkeypatch, dtype):
 @pytest.mark.parametrize("has_k,has_p,lean,smallest", [
     (True, False, False, False), (True, False, False, True), (False, True, True, False),
     (False, True, False, False), (True, True, True, False)])
-def test_pass_a_paired_tiles_give_the_same_bits(dtype, has_k, has_p, lean, smallest):
-    """Pass A taking two tiles a turn, each in its own load slot (``candidates_kernel``'s
-    PAIRED, the launch table's ``paired``) against the one-tile ring: every segment's
+def test_pass_a_load_slots_give_the_same_bits(dtype, has_k, has_p, lean, smallest):
+    """Pass A taking two or four tiles a turn, each in its own load slot (``candidates_kernel``'s
+    SLOTS, the launch table's ``slots``) against the one-tile ring: every segment's
     statistics (max, masses, counts, keys) and every candidate slot bit for bit, for top-k,
     top-p (lean and online masses) and both, on every generator family at V = 1000 (segments of
     four 32-entry tiles, the last one short); cutoffs from each row's quantiles, the floor and
@@ -1802,7 +1802,7 @@ def test_pass_a_paired_tiles_give_the_same_bits(dtype, has_k, has_p, lean, small
     k_arr = torch.from_numpy(np.arange(B) % 7 * 9 + 1).to(torch.int64).to(DEVICE)
     p_arr = torch.from_numpy(np.linspace(0.05, 0.95, B, dtype=np.float32)).to(DEVICE)
     outs = {}
-    for paired in (False, True):
+    for slots in (0, 2, 4):
         cand_val = torch.full((B, nseg_p2 * cap_seg), -7.0, dtype=torch.float32, device=DEVICE)
         cand_idx = torch.full((B, nseg_p2 * cap_seg), -7, dtype=torch.int32, device=DEVICE)
         seg_f = torch.full((B, nseg, 4), -7.0, dtype=torch.float32, device=DEVICE)
@@ -1813,10 +1813,11 @@ def test_pass_a_paired_tiles_give_the_same_bits(dtype, has_k, has_p, lean, small
             0, 0.0, dummy_i, cand_val, cand_idx, seg_f, seg_i, HAS_K=has_k, K_ARRAY=True,
             HAS_P=has_p, P_ARRAY=True, SMALLEST=smallest, BLOCK=block, CAP_SEG=cap_seg,
             NSEG_P2=nseg_p2, SPARSE=4, ONLY_RETRY=False, LEAN=lean, CAND_TOP=has_k and not has_p,
-            PAIRED=paired, num_warps=1)
-        outs[paired] = [a.cpu().numpy() for a in (seg_f, seg_i, cand_val, cand_idx)]
-    for one, two in zip(outs[False], outs[True]):
-        assert np.array_equal(one.view(np.int32), two.view(np.int32))
+            SLOTS=slots, num_warps=1)
+        outs[slots] = [a.cpu().numpy() for a in (seg_f, seg_i, cand_val, cand_idx)]
+    for slots in (2, 4):
+        for ring, slotted in zip(outs[0], outs[slots]):
+            assert np.array_equal(ring.view(np.int32), slotted.view(np.int32)), slots
     # the candidates' counts: NumPy's (the one float compare against the cutoff's value)
     floor_cut = np.maximum(cutoff.astype(np.int64), -2139095041)
     bound_key = (~floor_cut if smallest else floor_cut).astype(np.int32)
@@ -1824,21 +1825,21 @@ def test_pass_a_paired_tiles_give_the_same_bits(dtype, has_k, has_p, lean, small
     with np.errstate(invalid="ignore"):
         passes = (xh <= bound_val) if smallest else (xh >= bound_val)
     counts = np.add.reduceat(passes, np.arange(0, V, seg_len), axis=1)
-    assert np.array_equal(outs[True][1][:, :, 0], counts)
+    assert np.array_equal(outs[0][1][:, :, 0], counts)
     assert (counts > 0).any() and (counts == 0).any()
 
 
-def test_paired_pass_a_follows_the_table(monkeypatch):
-    """The GPU table pairs pass A's tiles (``paired``) for every call without top-p and for
-    top-p calls up to 128 rows (H100, BENCHMARKS.md forty-fourth session); ``paired=0x0``
-    turns it off; and the segment is an even number of pass A's tiles, as PAIRED needs."""
+def test_pass_a_load_slots_follow_the_table(monkeypatch):
+    """The GPU table gives pass A two load slots (``slots``) for every call without top-p and
+    for top-p calls up to 128 rows (H100, BENCHMARKS.md forty-fourth session); ``slots=0x0``
+    is the ring; and the segment is a multiple of four of pass A's tiles, as SLOTS needs."""
     from qrita.backends.triton import launch
 
     for dtype in (torch.float32, torch.bfloat16):
         monkeypatch.setenv("QRITA_LAUNCH_TABLE", "")
         cfg = launch._pipeline_config(131072, dtype, False, "")
-        assert (cfg.paired, cfg.paired_topp_rows) == (True, 128)
-        assert cfg.seg_len % (2 * cfg.block_cand) == 0
+        assert (cfg.tile_slots, cfg.slots_topp_rows) == (2, 128)
+        assert cfg.seg_len % (4 * cfg.block_cand) == 0
         # (read by the table; the argument keys its cache)
-        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "paired=0x0")
-        assert not launch._pipeline_config(131072, dtype, False, "paired=0x0").paired
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "slots=0x0")
+        assert launch._pipeline_config(131072, dtype, False, "slots=0x0").tile_slots == 0

@@ -119,12 +119,15 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                      NSEG_P2=nseg_p2, SPARSE=8, ONLY_RETRY=False, LEAN=False, CAND_TOP=True),
                 target, 1)
         if not again:
-            # two tiles a turn in their own load slots (the launch table's ``paired``), as the
-            # GPU table would launch it: one warp, 128-entry tiles, every dtype
-            out["candidates_paired"] = _compile(pipeline.candidates_kernel, cand_sig,
-                dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=128, CAP_SEG=cap_seg,
-                     NSEG_P2=nseg_p2, SPARSE=8, ONLY_RETRY=False, LEAN=flags["HAS_P"],
-                     CAND_TOP=flags["HAS_K"] and not flags["HAS_P"], PAIRED=True), target, 1)
+            # two tiles a turn in their own load slots (the launch table's ``slots``, the
+            # default), as the GPU table launches it: one warp, 128-entry tiles, every dtype;
+            # and four slots
+            for slots in (2, 4) if dtype == ALL_VARIANTS_DTYPE else (2,):
+                out[f"candidates_slots{slots}"] = _compile(pipeline.candidates_kernel, cand_sig,
+                    dict(kp, SMALLEST=flags["SMALLEST"], BLOCK=128, CAP_SEG=cap_seg,
+                         NSEG_P2=nseg_p2, SPARSE=8, ONLY_RETRY=False, LEAN=flags["HAS_P"],
+                         CAND_TOP=flags["HAS_K"] and not flags["HAS_P"], SLOTS=slots),
+                    target, 1)
         stages = (1, 2) if flags["HAS_K"] and flags["HAS_P"] else (0,)
         if dtype != ALL_VARIANTS_DTYPE:  # the first stage never loads x: dtype-neutral code
             stages = tuple(stage for stage in stages if stage != 1)

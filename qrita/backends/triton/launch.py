@@ -125,9 +125,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     rounds merged by their last program at batches it does not list (``roundmerge=1x0``,
     default; ``0x0``: narrow launches; also in the interpreter), or the
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
-    at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or pass A's two
-    tiles a turn in their own load slots (``paired=1xR``: top-p calls only up to R rows;
-    default 1x128, ``0x0`` off; also in the interpreter), or the wide
+    at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or pass A's S tiles
+    a turn in their own load slots (``slots=SxR``, S 2 or 4: top-p calls only up to R rows;
+    default 2x128, ``0x0`` the ring; also in the interpreter), or the wide
     compaction's append positions by one scan per tile (``widepacked=1x0``, default; ``0x0``
     off), or its interval tests by float compares (``widelean=1x0``, default), or the 16-way
     rounds' accumulators with the pivots as rows (``roundrows=1x0``; off), or the mask write's
@@ -213,11 +213,12 @@ class PipelineConfig:
     # pass A of a call without top-p takes a segment's largest key over its candidates only
     # (``candtop``; ``pipeline.candidates_kernel``'s CAND_TOP)
     cand_top: bool = False
-    # pass A takes two tiles a turn, each in its own load slot (``paired``;
-    # ``pipeline.candidates_kernel``'s PAIRED), where a segment is an even number of tiles;
-    # calls with top-p only at batches of at most ``paired_topp_rows`` rows
-    paired: bool = False
-    paired_topp_rows: int = 0
+    # pass A takes this many tiles a turn (2 or 4; 0: the ring of ``ahead``), each in its own
+    # load slot (``slots``; ``pipeline.candidates_kernel``'s SLOTS), where a segment is a
+    # multiple of that many tiles; calls with top-p only at batches of at most
+    # ``slots_topp_rows`` rows
+    tile_slots: int = 0
+    slots_topp_rows: int = 0
     wide_paired: bool = False  # the wide compaction's loop likewise (``widepaired``)
     # the wide band placed from a count histogram of the whole row (``hist_band``) in this
     # many bins (0: from a sample, ``wide.wide_band_kernel``), holding at most
@@ -384,8 +385,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1  # as on the GPU
         wide_fixed = _table_override("widefixed", (1, 0))[0] == 1  # as on the GPU
         cand_top = _table_override("candtop", (1, 0))[0] == 1  # as on the GPU
-        paired, paired_topp_rows = _table_override("paired", (1, 128))  # as on the GPU
-        paired = paired == 1
+        tile_slots, slots_topp_rows = _table_override("slots", (2, 128))  # as on the GPU
         wide_paired = _table_override("widepaired", (1, 0))[0] == 1  # so CI runs it (GPU: off)
         # as on the GPU, at the batches CI runs: the count histogram's band at B <= 2, the
         # sample's above; another compaction tile and warps at B = 1
@@ -459,21 +459,23 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # -> 458.3, fp32 k1000 522.3 -> 520.5, bf16 k50 B = 256 74.7 -> 73.5; the rest level
         # (BENCHMARKS.md forty-fourth session). ``candtop=0x0`` turns it off
         cand_top = _table_override("candtop", (1, 0))[0] == 1
-        # ``paired=1xR``: pass A takes two tiles a turn, each in its own load slot, refilled as
-        # soon as its tile is taken; calls with top-p only at B <= R. The ring (``ahead``)
+        # ``slots=SxR``: pass A takes S tiles a turn (2 or 4), each in its own load slot,
+        # refilled as soon as its tile is taken; calls with top-p only at B <= R (``0x0``: the
+        # ring). The ring (``ahead``)
         # turns its registers at the loop's end, and in sm90 SASS (triton 3.9) that move waits
         # on the load the turn just issued: one load in flight per program whatever AHEAD,
         # which would explain why neither ``ahead=2x1`` nor 256-entry tiles helped (s43d).
-        # H100, zipf, pass A us (graph us), ring -> paired (s44a, BENCHMARKS.md forty-fourth
+        # H100, zipf, pass A us (graph us), ring -> two slots (s44a, BENCHMARKS.md forty-fourth
         # session): B = 1024 fp32 k50 194.0 -> 187.9 (272.8 -> 265.9), k1000 257.2 -> 245.2
         # (515.4 -> 501.6), bf16 k50 148.4 -> 139.9 (222.1 -> 210.7), k1000 251.5 -> 235.6
         # (458.1 -> 440.5), topk50 154.1 -> 143.3; topp0.9 B = 64 fp32 37.6 -> 27.3 (177.0 ->
         # 166.9), bf16 19.3 -> 15.5; but topp0.9 B = 256 slower (fp32 56.9 -> 64.6, 390.1 ->
-        # 397.3; bf16 44.5 -> 51.1), B = 1024 level (189.8 -> 185.5). So top-p up to 128 rows
-        paired, paired_topp_rows = _table_override("paired", (1, 128))
-        paired = paired == 1
+        # 397.3; bf16 44.5 -> 51.1), B = 1024 level (189.8 -> 185.5). So top-p up to 128 rows.
+        # (That loaded latency, ~1 us a tile, would bound bf16 at two slots near 2.1 TB/s:
+        # ``slots=4x128``, not yet timed)
+        tile_slots, slots_topp_rows = _table_override("slots", (2, 128))
         # ``widepaired=1x0``: the wide compaction's loop takes two tiles a turn in their own
-        # load slots, as pass A's (``paired``). Off until timed
+        # load slots, as pass A's (``slots``). Off until timed
         wide_paired = _table_override("widepaired", (0, 0))[0] == 1
         # the wide band placed from a count histogram of the row in NB bins (qrita/backends/
         # triton/hist_band.py; ``histband=NBxPCT``, PCT percent of ``max_band`` entries) in
@@ -790,7 +792,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           round_merge=round_merge, wide_packed=wide_packed,
                           wide_lean=wide_lean, round_pivot_rows=round_pivot_rows,
                           wide_unswitch=wide_unswitch, wide_exp2=wide_exp2, cand_top=cand_top,
-                          paired=paired, paired_topp_rows=paired_topp_rows,
+                          tile_slots=tile_slots if tile_slots in (2, 4) else 0,
+                          slots_topp_rows=slots_topp_rows,
                           wide_paired=wide_paired,
                           wide_fixed=wide_fixed and vocab <= FIXED_MAX_VOCAB,
                           hist_small_batch=hist_small_batch
@@ -902,7 +905,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
           smallest: bool, select: bool, wide: bool, retry: bool,
           small: bool = False, small_batch: bool = False,
           listed: bool = False, ahead: tuple[int, int] = (1, 1),
-          mid_batch: bool = False, paired: bool = False) -> dict[str, dict]:
+          mid_batch: bool = False, tile_slots: int = 0) -> dict[str, dict]:
     """The constexpr / launch-option keyword arguments of each launch of one call, built once
     per (config, argument kinds): every call runs this host code, so it is kept out of it."""
     flags = dict(HAS_K=has_k, K_ARRAY=k_array, HAS_P=has_p, P_ARRAY=p_array)
@@ -931,8 +934,9 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                            SPARSE=sparse_cand, ONLY_RETRY=again,
                                            LEAN=cfg.lean_mass and has_p, AHEAD=ahead[0],
                                            CAND_TOP=cfg.cand_top and not has_p,
-                                           PAIRED=paired
-                                           and cfg.seg_len % (2 * block_cand) == 0,
+                                           SLOTS=tile_slots if tile_slots > 0
+                                           and cfg.seg_len % (tile_slots * block_cand) == 0
+                                           else 0,
                                            num_warps=warps_cand)
         for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search
@@ -1052,10 +1056,10 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # tiles in flight per program in pass A and the wide stage's streams (``ahead``,
     # ``aheadsmall`` at batches of at most SMALL_BATCH_ROWS): no sum depends on them
     ahead = cfg.ahead_small if batch <= SMALL_BATCH_ROWS else cfg.ahead
-    # pass A's two load slots (``paired``; no sum depends on them either)
-    paired = cfg.paired and (p is None or batch <= cfg.paired_topp_rows)
+    # pass A's load slots (``slots``; no sum depends on them either)
+    tile_slots = cfg.tile_slots if (p is None or batch <= cfg.slots_topp_rows) else 0
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                 retry, small, small_batch, listed, ahead, mid_batch, paired)
+                 retry, small, small_batch, listed, ahead, mid_batch, tile_slots)
     k_ptr = k if k_array else seg_i
     p_ptr = p if p_array else seg_f
     k_scalar = 0 if (k is None or k_array) else int(k)
@@ -1066,7 +1070,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # config and the argument kinds give the constexprs and options, the tokens the runtime
     # arguments' (the workspace parts' alignment depends on B)
     site = _site_id((cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
-                     retry, small, small_batch, listed, ahead, mid_batch, paired,
+                     retry, small, small_batch, listed, ahead, mid_batch, tile_slots,
                      *map(_SPEC, (x, k_ptr, p_ptr, vocab, stride_x, k_scalar)),
                      _SPEC(out.stride(0)) if out is not None else None,
                      *map(_SPEC, (out, sel_val, sel_idx, *ws.values())),

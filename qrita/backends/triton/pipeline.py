@@ -220,12 +220,13 @@ def candidates_kernel(
     HAS_K: tl.constexpr, K_ARRAY: tl.constexpr, HAS_P: tl.constexpr, P_ARRAY: tl.constexpr,
     SMALLEST: tl.constexpr, BLOCK: tl.constexpr, CAP_SEG: tl.constexpr, NSEG_P2: tl.constexpr,
     SPARSE: tl.constexpr, ONLY_RETRY: tl.constexpr, LEAN: tl.constexpr = False,
-    AHEAD: tl.constexpr = 1, CAND_TOP: tl.constexpr = False, PAIRED: tl.constexpr = False,
+    AHEAD: tl.constexpr = 1, CAND_TOP: tl.constexpr = False, SLOTS: tl.constexpr = 0,
 ):
     """Pass A of one segment: candidates (key >= cutoff) in index order, and segment statistics.
     AHEAD: tiles in flight per program (:func:`tile_ring_next`; no sum depends on it).
-    PAIRED: two tiles a turn, each in its own load slot (AHEAD unused; an even number of tiles
-    per segment); the same tiles in the same order, so the same bits.
+    SLOTS (2 or 4; 0: the ring of AHEAD tiles): SLOTS tiles a turn, each in its own load slot
+    (AHEAD unused; the segment a multiple of SLOTS tiles); the same tiles in the same order, so
+    the same bits.
 
     CAND_TOP (without HAS_P): the segment's largest key is taken over its candidates only, in
     the tiles that hold some, instead of over every entry of every tile: the same key where the
@@ -292,9 +293,14 @@ def candidates_kernel(
         lane_inf = tl.zeros([BLOCK], tl.int32)  # +inf entries, + 65536 x +inf candidates
         lanes = tl.arange(0, BLOCK)
         seg_end = seg_start + seg_len
-        if PAIRED:
+        if SLOTS >= 2:
             tile_a = segment_tile(row_x, seg_start + lanes, V, seg_end)
             tile_b = segment_tile(row_x, seg_start + BLOCK + lanes, V, seg_end)
+            tile_c = tile_a
+            tile_d = tile_b
+            if SLOTS == 4:
+                tile_c = segment_tile(row_x, seg_start + 2 * BLOCK + lanes, V, seg_end)
+                tile_d = segment_tile(row_x, seg_start + 3 * BLOCK + lanes, V, seg_end)
             first = tile_a.to(tl.float32)
         else:
             t1, t2, t3, t4 = tile_ring_start(row_x, seg_start + lanes, V, seg_end, BLOCK, AHEAD)
@@ -304,25 +310,41 @@ def candidates_kernel(
             ref = tl.max(tl.where((seg_start + lanes < V) & (tl.abs(first) < float("inf")),
                                   first, -float("inf")), axis=0)
             ref = tl.where(ref > -float("inf"), ref, 0.0)  # no finite entry: the check redoes it
-        if PAIRED:
-            # two tiles a turn, each with its own load slot: a slot is refilled right after its
-            # tile is taken, so the other slot's load stays in flight while this tile is
-            # processed (two loads per program in flight; no ring turned at the loop's end,
-            # whose register moves waited on the load just issued). The launcher passes
-            # PAIRED only when the segment is an even number of tiles. Same tiles, same order.
-            for off in range(0, seg_len, 2 * BLOCK):
+        if SLOTS >= 2:
+            # SLOTS tiles a turn, each with its own load slot: a slot is refilled right after
+            # its tile is taken, so the other slots' loads stay in flight while this tile is
+            # processed (SLOTS loads per program in flight; no ring turned at the loop's end,
+            # whose register moves waited on the load just issued). The launcher passes SLOTS
+            # only when the segment is a multiple of SLOTS tiles. Same tiles, same order.
+            for off in range(0, seg_len, SLOTS * BLOCK):
                 x = tile_a
-                tile_a = segment_tile(row_x, seg_start + off + 2 * BLOCK + lanes, V, seg_end)
+                tile_a = segment_tile(row_x, seg_start + off + SLOTS * BLOCK + lanes, V, seg_end)
                 lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand = pass_a_tile(
                     x, seg_start + off, lanes, V, bound, ref, need_mass, lane_top, lane_max,
                     lane_mass, lane_cand_mass, lane_inf, n_cand, row_x, cand_val, cand_idx,
                     HAS_P, SMALLEST, BLOCK, CAP_SEG, SPARSE, LEAN, CAND_TOP)
                 x = tile_b
-                tile_b = segment_tile(row_x, seg_start + off + 3 * BLOCK + lanes, V, seg_end)
+                tile_b = segment_tile(row_x, seg_start + off + (SLOTS + 1) * BLOCK + lanes, V,
+                                      seg_end)
                 lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand = pass_a_tile(
                     x, seg_start + off + BLOCK, lanes, V, bound, ref, need_mass, lane_top,
                     lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand, row_x, cand_val,
                     cand_idx, HAS_P, SMALLEST, BLOCK, CAP_SEG, SPARSE, LEAN, CAND_TOP)
+                if SLOTS == 4:
+                    x = tile_c
+                    tile_c = segment_tile(row_x, seg_start + off + 6 * BLOCK + lanes, V, seg_end)
+                    lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand = pass_a_tile(
+                        x, seg_start + off + 2 * BLOCK, lanes, V, bound, ref, need_mass,
+                        lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand, row_x,
+                        cand_val, cand_idx, HAS_P, SMALLEST, BLOCK, CAP_SEG, SPARSE, LEAN,
+                        CAND_TOP)
+                    x = tile_d
+                    tile_d = segment_tile(row_x, seg_start + off + 7 * BLOCK + lanes, V, seg_end)
+                    lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand = pass_a_tile(
+                        x, seg_start + off + 3 * BLOCK, lanes, V, bound, ref, need_mass,
+                        lane_top, lane_max, lane_mass, lane_cand_mass, lane_inf, n_cand, row_x,
+                        cand_val, cand_idx, HAS_P, SMALLEST, BLOCK, CAP_SEG, SPARSE, LEAN,
+                        CAND_TOP)
         else:
             for off in range(0, seg_len, BLOCK):
                 # prefetch the next AHEAD tiles while this one is processed
