@@ -1203,12 +1203,12 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
 fi
-if [[ $stage == s45a ]]; then  # next session (~420 s + start): what the forty-fourth session could not time (five device starts failed): four load slots in pass A (slots=4x128) and two in the wide compaction (widepaired=1x0) against the defaults, profiles at B = 64 / 256 / 1024; the GPU tests under both; then s43e (the rank sort's warps at B <= 64, oracle-checked)
+if [[ $stage == s45a ]]; then  # next session (~420 s + start): what the forty-fourth session could not time (five device starts failed): four load slots in pass A at 64 registers (slots=4x128,slotsregs=64x0), top-p's two at every batch at 64 registers (slots=2x1024,slotsregs=64x0) and two in the wide compaction (widepaired=1x0) against the defaults, profiles at B = 64 / 256 / 1024; the GPU tests under both; then s43e (the rank sort's warps at B <= 64, oracle-checked)
   PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-100}" \
-    prof_tables s4_ k50,k1000,topk50 zipf default slots=4x128
-  PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
-    prof_tables wp_ topp0.9 zipf default widepaired=1x0
-  QRITA_LAUNCH_TABLE=slots=4x128,widepaired=1x0 timeout "${TESTS_S:-150}" python3 -m pytest \
+    prof_tables s4_ k50,k1000,topk50 zipf default slots=4x128,slotsregs=64x0
+  PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-100}" \
+    prof_tables wp_ topp0.9 zipf default widepaired=1x0 slots=2x1024,slotsregs=64x0
+  QRITA_LAUNCH_TABLE=slots=4x128,slotsregs=64x0,widepaired=1x0 timeout "${TESTS_S:-150}" python3 -m pytest \
     -p no:cacheprovider -rf --tb=short -v \
     tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant \
     "tests/test_triton_masks.py::test_gpu_batches[zipf-1024]" \

@@ -140,8 +140,8 @@ def build(kernel: str, dtype: str, vocab: int, extra: dict):
                "sel_idx_ptr": "*i64", "sel_key_ptr": "*i32"}
     else:
         raise SystemExit(f"--kernel: compact, cand, band, round, search or select, not {kernel!r}")
+    kwargs.update(extra)  # (launch options too: ``--extra maxnreg=64``)
     options = {key: kwargs.pop(key) for key in ("num_warps", "maxnreg") if key in kwargs}
-    kwargs.update(extra)
     return (compile_as_launched(fn, sig, kwargs, options, {"V", "stride_x", "seg_len"}),
             {**kwargs, **options})
 

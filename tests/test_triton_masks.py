@@ -362,6 +362,29 @@ def test_top_p_near_one_band_at_the_bottom_is_exact(monkeypatch, hist_bins):
     run_and_check(x, "bfloat16", None, 1 - 1e-7)
 
 
+#: pass A's kernel tests: V, segment length, tile, slots per segment, segments rounded up to
+#: a power of two (V = 1000: eight segments of four tiles, the last one short)
+_PASS_A_SHAPE = (1000, 128, 32, 64, 8)
+
+
+def _pass_a_rows(dtype: str, smallest: bool, seed: int):
+    """Every generator family's rows at V = 1000 for pass A's kernel tests: the device tensor,
+    the values the kernel reads (widened exactly) and their ranking keys (negated for
+    ``smallest``; NaN keeps the lowest key)."""
+    from qrita.reference import keys as ref_keys
+
+    V = _PASS_A_SHAPE[0]
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rows for _, rows in generators._family_batches(V, rng)])
+    xt = _to_device(generators.to_dtype(x, dtype), dtype)
+    xh = _host(xt)
+    rank = ref_keys.order_key(xh).astype(np.int64)
+    if smallest:
+        key_nan = -(2**31)
+        rank = np.where(rank == key_nan, key_nan, ~rank)
+    return xt, xh, rank
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("smallest", [False, True])
 def test_pass_a_candidate_top_key(dtype, smallest):
@@ -376,17 +399,10 @@ def test_pass_a_candidate_top_key(dtype, smallest):
     from qrita.reference import keys as ref_keys
 
     KEY_FLOOR, KEY_NAN = -2139095041, -(2**31)
-    rng = np.random.default_rng(59)
-    V, seg_len, block, cap_seg, nseg_p2 = 1000, 128, 32, 64, 8
+    V, seg_len, block, cap_seg, nseg_p2 = _PASS_A_SHAPE
     nseg = -(-V // seg_len)
-    x = np.concatenate([rows for _, rows in generators._family_batches(V, rng)])
-    x = generators.to_dtype(x, dtype)
-    xt = _to_device(x, dtype)
-    xh = _host(xt)  # the values the kernel reads, widened exactly
+    xt, xh, rank = _pass_a_rows(dtype, smallest, seed=59)
     B = xh.shape[0]
-    rank = ref_keys.order_key(xh).astype(np.int64)
-    if smallest:
-        rank = np.where(rank == KEY_NAN, KEY_NAN, ~rank)
     # cutoffs: a high and a middle quantile of each row's keys, the floor, above every key
     # cutoffs: a high and a middle quantile of each row's keys (between representable values),
     # the floor, above every key, an entry's own key and the keys beside it
@@ -1784,17 +1800,10 @@ def test_pass_a_load_slots_give_the_same_bits(dtype, has_k, has_p, lean, smalles
     from qrita.reference import keys as ref_keys
 
     KEY_NAN = -(2**31)
-    rng = np.random.default_rng(61)
-    V, seg_len, block, cap_seg, nseg_p2 = 1000, 128, 32, 64, 8
+    V, seg_len, block, cap_seg, nseg_p2 = _PASS_A_SHAPE
     nseg = -(-V // seg_len)
-    x = np.concatenate([rows for _, rows in generators._family_batches(V, rng)])
-    x = generators.to_dtype(x, dtype)
-    xt = _to_device(x, dtype)
-    xh = _host(xt)
+    xt, xh, rank = _pass_a_rows(dtype, smallest, seed=61)
     B = xh.shape[0]
-    rank = ref_keys.order_key(xh).astype(np.int64)
-    if smallest:
-        rank = np.where(rank == KEY_NAN, KEY_NAN, ~rank)
     choices = [np.quantile(rank, 0.995, axis=1), np.quantile(rank, 0.5, axis=1),
                np.full(B, KEY_NAN), np.full(B, 2**31 - 1)]
     cutoff = np.stack(choices, axis=1)[np.arange(B), np.arange(B) % len(choices)]
@@ -1843,3 +1852,17 @@ def test_pass_a_load_slots_follow_the_table(monkeypatch):
         # (read by the table; the argument keys its cache)
         monkeypatch.setenv("QRITA_LAUNCH_TABLE", "slots=0x0")
         assert launch._pipeline_config(131072, dtype, False, "slots=0x0").tile_slots == 0
+        # the slots' register limit (``slotsregs``, off by default) reaches pass A's launch
+        # only where it has slots
+        kinds = dict(has_k=True, k_array=False, has_p=False, p_array=False, smallest=False,
+                     select=True, wide=False, retry=False)
+        plan = launch._plan(cfg, **kinds, tile_slots=2)["candidates_False"]
+        assert plan["SLOTS"] == 2 and "maxnreg" not in plan
+        table = "slots=4x128,slotsregs=64x0"
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", table)
+        regs = launch._pipeline_config(131072, dtype, False, table)
+        assert (regs.tile_slots, regs.regs_slots) == (4, 64)
+        plan = launch._plan(regs, **kinds, tile_slots=4)["candidates_False"]
+        assert plan["SLOTS"] == 4 and plan["maxnreg"] == 64
+        plan = launch._plan(regs, **kinds, tile_slots=0)["candidates_False"]
+        assert plan["SLOTS"] == 0 and "maxnreg" not in plan

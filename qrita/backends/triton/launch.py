@@ -127,7 +127,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or pass A's S tiles
     a turn in their own load slots (``slots=SxR``, S 2 or 4: top-p calls only up to R rows;
-    default 2x128, ``0x0`` the ring; also in the interpreter), or the wide
+    default 2x128, ``0x0`` the ring; also in the interpreter) and their register limit
+    (``slotsregs=Rx0``, NVIDIA; off), or the wide
     compaction's append positions by one scan per tile (``widepacked=1x0``, default; ``0x0``
     off), or its interval tests by float compares (``widelean=1x0``, default), or the 16-way
     rounds' accumulators with the pivots as rows (``roundrows=1x0``; off), or the mask write's
@@ -191,6 +192,9 @@ class PipelineConfig:
     # the band kernel's register limit per thread (NVIDIA's ``maxnreg``; 0: the compiler's
     # choice; ``bandregs``)
     regs_band: int = 0
+    # at most this many registers per thread in pass A with load slots (``slotsregs``; 0: no
+    # limit; NVIDIA only)
+    regs_slots: int = 0
     block_wide: int = 0  # tile of the wide stage's compaction (0: ``block_cand``)
     warps_wide: int = 0  # its warps (0: ``warps_cand``)
     sparse_wide: int = -1  # ``sparse`` of the wide compaction (-1: ``sparse``; 0: prefix sums only)
@@ -724,6 +728,14 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # Triton's HIP options have no ``maxnreg``.)
     regs_band = (_table_override("bandregs", (128, 0))[0]
                  if not interpret and torch.version.hip is None else 0)
+    # ``slotsregs=Rx0``: at most R registers per thread in pass A with load slots. sm90 SASS
+    # (triton 3.9), fp32: top-p with two slots 72 (64 with the ring), top-k with four 72 (two:
+    # 64). A one-warp program at 72 lets an SM hold 28 of them, not 32: top-p at B = 256 (4096
+    # programs) then no longer fits in one wave, which would explain s44a's slower pass A there
+    # (56.9 -> 64.6 us). At 64: no spills, except top-p with four slots (64 bytes of stack).
+    # Off until timed (NVIDIA's launch option, as ``bandregs``)
+    regs_slots = (_table_override("slotsregs", (0, 0))[0]
+                  if not interpret and torch.version.hip is None else 0)
     # the keyed band of 16-bit rows (``keyband=1x0`` / ``0x0``; also in the interpreter, so CI
     # runs it): the band's values counted, not copied, so a band holding T always finishes the
     # row, whatever its copies. Before it, a bf16 zipf top-p 0.99 row's band (a few values with
@@ -769,7 +781,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           block_cand_one=_tile_in_segment(block_cand_one, seg_len),
                           sparse_one=sparse_one,
                           band_sample=band_sample, warps_band=warps_band or 4,
-                          regs_band=regs_band,
+                          regs_band=regs_band, regs_slots=regs_slots,
                           block_wide=min(block_wide, block),
                           warps_wide=warps_wide, sparse_wide=sparse_wide,
                           retry_min_k=retry_min_k, dense_small=dense_small,
@@ -929,14 +941,16 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
         "cutoff": dict(flags, SMALLEST=smallest, SAMPLE=cfg.sample, OVERSAMPLE=cfg.oversample,
                        num_warps=warps_cutoff),
     }
+    slots = (tile_slots if tile_slots > 0 and cfg.seg_len % (tile_slots * block_cand) == 0
+             else 0)
     for again in (False, True):
         plan[f"candidates_{again}"] = dict(flags, SMALLEST=smallest, BLOCK=block_cand, **seg,
                                            SPARSE=sparse_cand, ONLY_RETRY=again,
                                            LEAN=cfg.lean_mass and has_p, AHEAD=ahead[0],
                                            CAND_TOP=cfg.cand_top and not has_p,
-                                           SLOTS=tile_slots if tile_slots > 0
-                                           and cfg.seg_len % (tile_slots * block_cand) == 0
-                                           else 0,
+                                           SLOTS=slots,
+                                           **({"maxnreg": cfg.regs_slots}
+                                              if slots and cfg.regs_slots else {}),
                                            num_warps=warps_cand)
         for stage in (0, 1, 2):
             # the second stage holds every slot in registers (and the fallback): warps_search
