@@ -465,10 +465,10 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         cand_top = _table_override("candtop", (1, 0))[0] == 1
         # ``slots=SxR``: pass A takes S tiles a turn (2 or 4), each in its own load slot,
         # refilled as soon as its tile is taken; calls with top-p only at B <= R (``0x0``: the
-        # ring). The ring (``ahead``)
-        # turns its registers at the loop's end, and in sm90 SASS (triton 3.9) that move waits
-        # on the load the turn just issued: one load in flight per program whatever AHEAD,
-        # which would explain why neither ``ahead=2x1`` nor 256-entry tiles helped (s43d).
+        # ring). The ring (``ahead``) turns its registers at the loop's end, and in sm90 SASS
+        # (triton 3.9) that move waits on the load the turn just issued: one load in flight
+        # per program whatever AHEAD, which would explain why neither ``ahead=2x1`` nor
+        # 256-entry tiles helped (s43d).
         # H100, zipf, pass A us (graph us), ring -> two slots (s44a, BENCHMARKS.md forty-fourth
         # session): B = 1024 fp32 k50 194.0 -> 187.9 (272.8 -> 265.9), k1000 257.2 -> 245.2
         # (515.4 -> 501.6), bf16 k50 148.4 -> 139.9 (222.1 -> 210.7), k1000 251.5 -> 235.6
