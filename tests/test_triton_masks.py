@@ -1839,30 +1839,40 @@ def test_pass_a_load_slots_give_the_same_bits(dtype, has_k, has_p, lean, smalles
 
 
 def test_pass_a_load_slots_follow_the_table(monkeypatch):
-    """The GPU table gives pass A two load slots (``slots``) for every call without top-p and
-    for top-p calls up to 128 rows (H100, BENCHMARKS.md forty-fourth session); ``slots=0x0``
-    is the ring; and the segment is a multiple of four of pass A's tiles, as SLOTS needs."""
+    """The GPU table gives pass A two load slots (``slots``) for every call, top-p included, at
+    most 64 registers a thread where it has slots (``slotsregs``), and the wide compaction two
+    slots for float32 rows only (``widepaired``; H100, BENCHMARKS.md forty-fifth session);
+    ``slots=0x0`` is the ring, ``slots=2x128`` keeps top-p calls above 128 rows on it,
+    ``slotsregs=0x0`` lifts the limit; and the segment is a multiple of four of pass A's tiles,
+    as SLOTS needs."""
     from qrita.backends.triton import launch
 
+    kinds = dict(has_k=True, k_array=False, has_p=False, p_array=False, smallest=False,
+                 select=True, wide=False, retry=False)
     for dtype in (torch.float32, torch.bfloat16):
         monkeypatch.setenv("QRITA_LAUNCH_TABLE", "")
         cfg = launch._pipeline_config(131072, dtype, False, "")
-        assert (cfg.tile_slots, cfg.slots_topp_rows) == (2, 128)
+        assert (cfg.tile_slots, cfg.slots_topp_rows, cfg.regs_slots) == (2, 0, 64)
+        assert cfg.wide_paired == (dtype == torch.float32)
         assert cfg.seg_len % (4 * cfg.block_cand) == 0
-        # (read by the table; the argument keys its cache)
-        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "slots=0x0")
-        assert launch._pipeline_config(131072, dtype, False, "slots=0x0").tile_slots == 0
-        # the slots' register limit (``slotsregs``, off by default) reaches pass A's launch
-        # only where it has slots
-        kinds = dict(has_k=True, k_array=False, has_p=False, p_array=False, smallest=False,
-                     select=True, wide=False, retry=False)
+        assert [launch.pass_a_slots(cfg, has_p, b) for has_p in (False, True)
+                for b in (1, 256, 4096)] == [2] * 6
+        # the register limit reaches pass A's launch only where it has slots
         plan = launch._plan(cfg, **kinds, tile_slots=2)["candidates_False"]
-        assert plan["SLOTS"] == 2 and "maxnreg" not in plan
-        table = "slots=4x128,slotsregs=64x0"
-        monkeypatch.setenv("QRITA_LAUNCH_TABLE", table)
-        regs = launch._pipeline_config(131072, dtype, False, table)
-        assert (regs.tile_slots, regs.regs_slots) == (4, 64)
-        plan = launch._plan(regs, **kinds, tile_slots=4)["candidates_False"]
-        assert plan["SLOTS"] == 4 and plan["maxnreg"] == 64
-        plan = launch._plan(regs, **kinds, tile_slots=0)["candidates_False"]
+        assert plan["SLOTS"] == 2 and plan["maxnreg"] == 64
+        plan = launch._plan(cfg, **kinds, tile_slots=0)["candidates_False"]
         assert plan["SLOTS"] == 0 and "maxnreg" not in plan
+        # (read by the table; the argument keys its cache)
+        for table, slots, regs in [("slots=0x0", 0, 64), ("slots=2x128", 2, 64),
+                                   ("slotsregs=0x0", 2, 0), ("slots=4x0", 4, 64)]:
+            monkeypatch.setenv("QRITA_LAUNCH_TABLE", table)
+            other = launch._pipeline_config(131072, dtype, False, table)
+            assert (other.tile_slots, other.regs_slots) == (slots, regs), table
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "slots=2x128")
+        ring_above = launch._pipeline_config(131072, dtype, False, "slots=2x128")
+        assert [launch.pass_a_slots(ring_above, True, b) for b in (128, 129)] == [2, 0]
+        assert launch.pass_a_slots(ring_above, False, 4096) == 2
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "slotsregs=0x0")
+        free = launch._pipeline_config(131072, dtype, False, "slotsregs=0x0")
+        plan = launch._plan(free, **kinds, tile_slots=2)["candidates_False"]
+        assert plan["SLOTS"] == 2 and "maxnreg" not in plan

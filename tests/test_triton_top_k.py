@@ -183,21 +183,21 @@ def test_top_k_sort_routes(monkeypatch, route):
 
 def test_sort_warps_follow_the_slots_and_the_batch(monkeypatch):
     """The per-row rank sort's warps: 4 up to 256 slots, 16 above; the launch table's
-    ``sortsmall=RxW`` (off by default) gives 1024 slots W warps at batches of at most R rows
-    on NVIDIA only (AMD's blocks hold at most 16 wavefronts); ``sortbig`` and ``sort``
-    override it."""
+    ``sortsmall=RxW`` (default 64x32; ``sortsmall=0x32`` off) gives 1024 slots and more W
+    warps at batches of at most R rows on NVIDIA only (AMD's blocks hold at most 16
+    wavefronts); ``sortbig`` and ``sort`` override it."""
     from qrita.backends.triton import launch as launch_module
 
     def warps(k_p2, batch, hip=False, table=""):
         monkeypatch.setenv("QRITA_LAUNCH_TABLE", table)
         return launch_module._sort_warps(k_p2, table, batch, hip)
 
-    assert [warps(k_p2, 64) for k_p2 in (64, 256, 512, 1024)] == [4, 4, 16, 16]
-    assert [warps(1024, b) for b in (1, 64, 1024)] == [16, 16, 16]
-    small = "sortsmall=64x32"
-    assert [warps(1024, b, table=small) for b in (1, 64, 65, 1024)] == [32, 32, 16, 16]
-    assert warps(512, 8, table=small) == 16
-    assert warps(1024, 1, hip=True, table=small) == 16
+    assert [warps(k_p2, 64) for k_p2 in (64, 256, 512, 1024, 2048)] == [4, 4, 16, 32, 32]
+    assert [warps(k_p2, 65) for k_p2 in (64, 256, 512, 1024, 2048)] == [4, 4, 16, 16, 16]
+    assert [warps(1024, b) for b in (1, 64, 65, 1024)] == [32, 32, 16, 16]
+    assert [warps(1024, b, table="sortsmall=0x32") for b in (1, 64, 1024)] == [16, 16, 16]
+    assert warps(512, 8) == 16
+    assert warps(1024, 1, hip=True) == 16
     assert warps(1024, 128, table="sortsmall=128x32") == 32
     assert warps(1024, 8, table="sortbig=0x8") == 8
     assert warps(64, 8, table="sort=0x2") == 2

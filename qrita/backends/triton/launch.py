@@ -126,9 +126,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     default; ``0x0``: narrow launches; also in the interpreter), or the
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or pass A's S tiles
-    a turn in their own load slots (``slots=SxR``, S 2 or 4: top-p calls only up to R rows;
-    default 2x128, ``0x0`` the ring; also in the interpreter) and their register limit
-    (``slotsregs=Rx0``, NVIDIA; off), or the wide
+    a turn in their own load slots (``slots=SxR``, S 2 or 4: top-p calls only up to R rows,
+    R = 0 every batch; default 2x0, ``0x0`` the ring; also in the interpreter) and their
+    register limit (``slotsregs=Rx0``, NVIDIA; default 64, ``0x0`` none), or the wide
     compaction's append positions by one scan per tile (``widepacked=1x0``, default; ``0x0``
     off), or its interval tests by float compares (``widelean=1x0``, default), or the 16-way
     rounds' accumulators with the pivots as rows (``roundrows=1x0``; off), or the mask write's
@@ -389,8 +389,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1  # as on the GPU
         wide_fixed = _table_override("widefixed", (1, 0))[0] == 1  # as on the GPU
         cand_top = _table_override("candtop", (1, 0))[0] == 1  # as on the GPU
-        tile_slots, slots_topp_rows = _table_override("slots", (2, 128))  # as on the GPU
-        wide_paired = _table_override("widepaired", (1, 0))[0] == 1  # so CI runs it (GPU: off)
+        tile_slots, slots_topp_rows = _table_override("slots", (2, 0))  # as on the GPU
+        # so CI runs it (on the GPU: float32 only)
+        wide_paired = _table_override("widepaired", (1, 0))[0] == 1
         # as on the GPU, at the batches CI runs: the count histogram's band at B <= 2, the
         # sample's above; another compaction tile and warps at B = 1
         hist_small_batch = _table_override("histsmall", (2, 0))[0]
@@ -474,13 +475,22 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # (515.4 -> 501.6), bf16 k50 148.4 -> 139.9 (222.1 -> 210.7), k1000 251.5 -> 235.6
         # (458.1 -> 440.5), topk50 154.1 -> 143.3; topp0.9 B = 64 fp32 37.6 -> 27.3 (177.0 ->
         # 166.9), bf16 19.3 -> 15.5; but topp0.9 B = 256 slower (fp32 56.9 -> 64.6, 390.1 ->
-        # 397.3; bf16 44.5 -> 51.1), B = 1024 level (189.8 -> 185.5). So top-p up to 128 rows.
-        # (That loaded latency, ~1 us a tile, would bound bf16 at two slots near 2.1 TB/s:
-        # ``slots=4x128``, not yet timed)
-        tile_slots, slots_topp_rows = _table_override("slots", (2, 128))
+        # 397.3; bf16 44.5 -> 51.1), B = 1024 level (189.8 -> 185.5). That was the registers
+        # (72 a thread: 28 programs an SM, not 32); at 64 (``slotsregs``, below) top-p wins at
+        # every batch too (s45a, topp0.9 pass A, graph us, ``slots=2x128`` -> ``2x0`` at 64
+        # registers: B = 256 fp32 57.0 -> 54.3 (392.2 -> 387.8), bf16 44.9 -> 41.0 (280.8 ->
+        # 275.9); B = 1024 fp32 190.1 -> 181.6 (1214.7 -> 1208.1), bf16 152.4 -> 140.4 (921.8
+        # -> 909.0); B = 64 level). Four slots at 64 registers (``slots=4x128``) lost: fp32
+        # k50 B = 64 pass A 18.1 -> 24.8, k1000 34.2 -> 48.5, B = 1024 187.1 -> 193.4; bf16
+        # level at B = 1024 (BENCHMARKS.md forty-fifth session)
+        tile_slots, slots_topp_rows = _table_override("slots", (2, 0))
         # ``widepaired=1x0``: the wide compaction's loop takes two tiles a turn in their own
-        # load slots, as pass A's (``slots``). Off until timed
-        wide_paired = _table_override("widepaired", (0, 0))[0] == 1
+        # load slots, as pass A's (``slots``). H100, zipf topp0.9, wide_compact us (graph us),
+        # off -> on (s45a): fp32 B = 64 28.5 -> 25.2 (167.0 -> 163.0), B = 256 93.3 -> 90.3
+        # (392.2 -> 387.5), B = 1024 294.2 -> 295.0 (1214.7 -> 1217.2); bf16 (the keyed count)
+        # slower: B = 256 109.6 -> 114.9, B = 1024 412.7 -> 434.2. So float32 only
+        wide_paired = _table_override("widepaired",
+                                      (1 if dtype == torch.float32 else 0, 0))[0] == 1
         # the wide band placed from a count histogram of the row in NB bins (qrita/backends/
         # triton/hist_band.py; ``histband=NBxPCT``, PCT percent of ``max_band`` entries) in
         # 8192-entry tiles at 8 warps (``histblock``): off (``histband=512x50`` turns it on).
@@ -733,8 +743,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # 64). A one-warp program at 72 lets an SM hold 28 of them, not 32: top-p at B = 256 (4096
     # programs) then no longer fits in one wave, which would explain s44a's slower pass A there
     # (56.9 -> 64.6 us). At 64: no spills, except top-p with four slots (64 bytes of stack).
-    # Off until timed (NVIDIA's launch option, as ``bandregs``)
-    regs_slots = (_table_override("slotsregs", (0, 0))[0]
+    # H100 (s45a): top-p with two slots at 64 wins at B = 256 and 1024 (above, ``slots``).
+    # NVIDIA's launch option, as ``bandregs``; ``slotsregs=0x0``: no limit
+    regs_slots = (_table_override("slotsregs", (64, 0))[0]
                   if not interpret and torch.version.hip is None else 0)
     # the keyed band of 16-bit rows (``keyband=1x0`` / ``0x0``; also in the interpreter, so CI
     # runs it): the band's values counted, not copied, so a band holding T always finishes the
@@ -1037,6 +1048,15 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     return parts
 
 
+def pass_a_slots(cfg: PipelineConfig, has_p: bool, batch: int) -> int:
+    """Pass A's load slots for a call (``slots``; 0: the ring): ``cfg.tile_slots``, for calls
+    with top-p only at batches of at most ``cfg.slots_topp_rows`` rows (0: every batch). No
+    sum depends on them."""
+    if has_p and 0 < cfg.slots_topp_rows < batch:
+        return 0
+    return cfg.tile_slots
+
+
 def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_info,
             fused_sort=None):
     """Launches 0, 1 and 2: cutoff per row, candidates per segment, then the per-row search
@@ -1070,8 +1090,7 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     # tiles in flight per program in pass A and the wide stage's streams (``ahead``,
     # ``aheadsmall`` at batches of at most SMALL_BATCH_ROWS): no sum depends on them
     ahead = cfg.ahead_small if batch <= SMALL_BATCH_ROWS else cfg.ahead
-    # pass A's load slots (``slots``; no sum depends on them either)
-    tile_slots = cfg.tile_slots if (p is None or batch <= cfg.slots_topp_rows) else 0
+    tile_slots = pass_a_slots(cfg, p is not None, batch)
     plan = _plan(cfg, k is not None, k_array, p is not None, p_array, smallest, select, wide,
                  retry, small, small_batch, listed, ahead, mid_batch, tile_slots)
     k_ptr = k if k_array else seg_i
@@ -1751,15 +1770,15 @@ def _sort_warps(k_p2: int, table: str, batch: int = 0, hip: bool = False) -> int
     """Warps of the per-row sort of k_p2 slots: 4 up to 256, else 16 (H200, B = 1024, k = 1000:
     82.8 us at 8 warps, 66.3 at 16, 110.5 at 4; BENCHMARKS.md eleventh section).
     ``sortsmall=RxW``: W warps for 1024 slots at batches of at most R rows, on NVIDIA only
-    (AMD's blocks hold at most 16 wavefronts). Timed with 32 warps (H100, zipf k = 1000, graph
-    us, sort kernel 16 -> 32 warps: B = 64 fp32 10.3 -> 8.9, bf16 9.8 -> 8.4; B = 256 21.1 ->
-    22.4, B = 1024 71.0 -> 80.5; BENCHMARKS.md forty-third session), but that profile checks
-    no answer and the session's device time ran out before an oracle-checked run: off
-    (``sortsmall=64x32`` is the rule to verify). ``QRITA_LAUNCH_TABLE``: ``sort=0xW`` (W
-    warps), ``sortbig=0xW`` (above 256 only) override it."""
+    (AMD's blocks hold at most 16 wavefronts). Default 32 warps up to 64 rows (H100, zipf k =
+    1000, graph us, sort kernel 16 -> 32 warps: B = 64 fp32 10.3 -> 8.9, bf16 9.8 -> 8.4; B =
+    256 21.1 -> 22.4, B = 1024 71.0 -> 80.5, BENCHMARKS.md forty-third session; the whole
+    call, oracle-checked: B = 8 fp32 51.2 -> 49.9, bf16 45.4 -> 44.3, B = 64 fp32 80.7 ->
+    79.6, bf16 71.7 -> 70.3, forty-fifth session). ``QRITA_LAUNCH_TABLE``: ``sortsmall=0x32``
+    turns it off; ``sort=0xW`` (W warps), ``sortbig=0xW`` (above 256 only) override it."""
     warps = 4 if k_p2 <= 256 else 16
     if k_p2 >= 1024 and not hip:
-        rows, small_warps = _table_override("sortsmall", (0, 32))
+        rows, small_warps = _table_override("sortsmall", (64, 32))
         if 0 < batch <= rows:
             warps = small_warps
     if k_p2 > 256:
