@@ -1876,3 +1876,17 @@ def test_pass_a_load_slots_follow_the_table(monkeypatch):
         free = launch._pipeline_config(131072, dtype, False, "slotsregs=0x0")
         plan = launch._plan(free, **kinds, tile_slots=2)["candidates_False"]
         assert plan["SLOTS"] == 2 and "maxnreg" not in plan
+        # the wide band compaction's register limit (``compactregs``, off by default) reaches
+        # its band launch only
+        wide = dict(kinds, has_k=False, has_p=True, select=False, wide=True)
+        plan = launch._plan(cfg, **wide, tile_slots=2)
+        assert "maxnreg" not in plan["compact_True"]
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "compactregs=80x0")
+        limited = launch._pipeline_config(131072, dtype, False, "compactregs=80x0")
+        plan = launch._plan(limited, **wide, tile_slots=2)
+        assert plan["compact_True"]["maxnreg"] == 80 and "maxnreg" not in plan["compact_False"]
+        assert "maxnreg" not in plan["search_True"]
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "wsearchregs=80x0")
+        limited = launch._pipeline_config(131072, dtype, False, "wsearchregs=80x0")
+        plan = launch._plan(limited, **wide, tile_slots=2)
+        assert plan["search_True"]["maxnreg"] == 80 and "maxnreg" not in plan["search_False"]

@@ -128,7 +128,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or pass A's S tiles
     a turn in their own load slots (``slots=SxR``, S 2 or 4: top-p calls only up to R rows,
     R = 0 every batch; default 2x0, ``0x0`` the ring; also in the interpreter) and their
-    register limit (``slotsregs=Rx0``, NVIDIA; default 64, ``0x0`` none), or the wide
+    register limit (``slotsregs=Rx0``, NVIDIA; default 64, ``0x0`` none), or the wide band
+    compaction's and search's register limits (``compactregs=Rx0``, ``wsearchregs=Rx0``,
+    NVIDIA; off), or the wide
     compaction's append positions by one scan per tile (``widepacked=1x0``, default; ``0x0``
     off), or its interval tests by float compares (``widelean=1x0``, default), or the 16-way
     rounds' accumulators with the pivots as rows (``roundrows=1x0``; off), or the mask write's
@@ -195,6 +197,11 @@ class PipelineConfig:
     # at most this many registers per thread in pass A with load slots (``slotsregs``; 0: no
     # limit; NVIDIA only)
     regs_slots: int = 0
+    # at most this many registers per thread in the wide band's compaction (``compactregs``;
+    # 0: no limit; NVIDIA only)
+    regs_compact: int = 0
+    # the same for the wide band's search (``wide_search_kernel``, BAND; ``wsearchregs``)
+    regs_wide_search: int = 0
     block_wide: int = 0  # tile of the wide stage's compaction (0: ``block_cand``)
     warps_wide: int = 0  # its warps (0: ``warps_cand``)
     sparse_wide: int = -1  # ``sparse`` of the wide compaction (-1: ``sparse``; 0: prefix sums only)
@@ -747,6 +754,19 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # NVIDIA's launch option, as ``bandregs``; ``slotsregs=0x0``: no limit
     regs_slots = (_table_override("slotsregs", (64, 0))[0]
                   if not interpret and torch.version.hip is None else 0)
+    # ``compactregs=Rx0``: at most R registers per thread in the wide band's compaction
+    # (``wide_compact_kernel``, BAND), a one-warp program. sm90 SASS (triton 3.9): fp32 94
+    # registers (21 programs an SM; at 80 no spill, 430 instructions a 128-entry turn against
+    # 421), bf16 143 (14 an SM). bf16 rows take the keyed count (about 245-275 instructions a
+    # 256-entry tile, unchanged at 96 or 80), yet the compaction loop they skip sets the
+    # kernel's registers (at 96 it spills outside its loop, at 80 in it). Off until timed
+    regs_compact = (_table_override("compactregs", (0, 0))[0]
+                    if not interpret and torch.version.hip is None else 0)
+    # ``wsearchregs=Rx0``: the same for the wide band's search (``wide_search_kernel``, BAND;
+    # 8 warps): sm90 SASS fp32 119 registers, two programs an SM; at 80 three (104 bytes of
+    # stack outside its loop, the loop 624 -> 643 instructions). Off until timed
+    regs_wide_search = (_table_override("wsearchregs", (0, 0))[0]
+                        if not interpret and torch.version.hip is None else 0)
     # the keyed band of 16-bit rows (``keyband=1x0`` / ``0x0``; also in the interpreter, so CI
     # runs it): the band's values counted, not copied, so a band holding T always finishes the
     # row, whatever its copies. Before it, a bf16 zipf top-p 0.99 row's band (a few values with
@@ -793,6 +813,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           sparse_one=sparse_one,
                           band_sample=band_sample, warps_band=warps_band or 4,
                           regs_band=regs_band, regs_slots=regs_slots,
+                          regs_compact=regs_compact, regs_wide_search=regs_wide_search,
                           block_wide=min(block_wide, block),
                           warps_wide=warps_wide, sparse_wide=sparse_wide,
                           retry_min_k=retry_min_k, dense_small=dense_small,
@@ -993,10 +1014,14 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        FIXED=cfg.wide_fixed,
                                        PAIRED=cfg.wide_paired
                                        and cfg.seg_len % (2 * block_c) == 0,
-                                       num_warps=warps_c)
+                                       num_warps=warps_c,
+                                       **({"maxnreg": cfg.regs_compact}
+                                          if band and cfg.regs_compact else {}))
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, FIXED=cfg.wide_fixed,
-                                      num_warps=cfg.warps_search)
+                                      num_warps=cfg.warps_search,
+                                      **({"maxnreg": cfg.regs_wide_search}
+                                         if band and cfg.regs_wide_search else {}))
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
                         num_warps=cfg.warps_band,
                         **({"maxnreg": cfg.regs_band} if cfg.regs_band else {}))
