@@ -1203,7 +1203,7 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
 fi
-if [[ $stage == s45b ]]; then  # (~480 s + start) the forty-fifth session's defaults (top-p's pass A with two load slots at every batch at 64 registers, the float32 wide compaction's two slots, the rank sort's 32 warps up to 64 rows): their GPU tests, then the wide band's compaction and search at fewer registers (compactregs, wsearchregs; off), topp0.9 profiles at B = 64 / 256 / 1024, then the oracle-checked bench of the defaults
+if [[ $stage == s45b ]]; then  # (~480 s + start) the forty-fifth session's defaults (top-p's pass A with two load slots at every batch at 64 registers, the float32 wide compaction's two slots, the rank sort's 32 warps up to 64 rows): their GPU tests, then the wide band's compaction and search at fewer registers (compactregs, wsearchregs; off) and bf16's keyed count in a launch of its own (keysplit; off), topp0.9 profiles at B = 64 / 256 / 1024, then the oracle-checked bench of the defaults
   timeout "${TESTS_S:-170}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \
     tests/test_triton_top_k.py::test_gpu_top_k_batches_deterministic_invariant \
     "tests/test_triton_masks.py::test_gpu_batches[zipf-1024]" \
@@ -1214,6 +1214,8 @@ if [[ $stage == s45b ]]; then  # (~480 s + start) the forty-fifth session's defa
   PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-60}" \
     prof_tables cr_ topp0.9 zipf default compactregs=96x0 compactregs=80x0 compactregs=64x0 \
     wsearchregs=80x0
+  PROF_BATCH=64,256,1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-50}" \
+    prof_tables ks_ topp0.9 zipf keysplit=1x0 keysplit=1x64
   timeout "${AB_S:-110}" python3 benchmarks/bench.py \
     --out "$OUT/bench_s45b" --ops masks,top_k --vocab 131072 --dtypes float32,bfloat16 \
     --batch 64,256,1024 --workloads zipf --scenarios topk50,topp0.9,k50,k1000 --graphs \

@@ -130,7 +130,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     R = 0 every batch; default 2x0, ``0x0`` the ring; also in the interpreter) and their
     register limit (``slotsregs=Rx0``, NVIDIA; default 64, ``0x0`` none), or the wide band
     compaction's and search's register limits (``compactregs=Rx0``, ``wsearchregs=Rx0``,
-    NVIDIA; off), or the wide
+    NVIDIA; off), or the keyed count of 16-bit rows in a launch of its own (``keysplit=1xR``,
+    at most R registers there; off, on in the interpreter), or the wide
     compaction's append positions by one scan per tile (``widepacked=1x0``, default; ``0x0``
     off), or its interval tests by float compares (``widelean=1x0``, default), or the 16-way
     rounds' accumulators with the pivots as rows (``roundrows=1x0``; off), or the mask write's
@@ -251,6 +252,11 @@ class PipelineConfig:
     # ``wide.KEY_BINS`` values: the low bits its float32 keys share (16 for bfloat16, 13 for
     # float16; 0: off, always for float32)
     key_shift: int = 0
+    # the keyed count in a launch of its own before the band's compaction (``keysplit=1xR``,
+    # at most R registers a thread in it, 0: no limit), so the compaction's loop does not set
+    # its registers
+    key_split: bool = False
+    regs_key_split: int = 0
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
@@ -774,6 +780,16 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # the H200 (BENCHMARKS.md twenty-seventh session)
     key_shift = {torch.bfloat16: 16, torch.float16: 13}.get(dtype, 0)
     key_shift = key_shift if _table_override("keyband", (1, 0))[0] == 1 else 0
+    # ``keysplit=1xR``: the keyed count of 16-bit rows in a launch of its own (the compaction
+    # then leaves keyed rows alone), at most R registers a thread there (0: no limit). sm90
+    # SASS (triton 3.9), bf16: the band's compaction kernel takes 143 registers (14 one-warp
+    # programs an SM), set by the compaction loop; the count alone 66 (64 with 8 bytes of
+    # stack outside its loop, 280 instructions a 256-entry tile against 274). Off until timed
+    # (in the interpreter, so CI runs it)
+    key_split, regs_key_split = _table_override("keysplit", (1 if interpret else 0, 0))
+    key_split = key_split == 1 and key_shift > 0
+    if interpret or torch.version.hip is not None:
+        regs_key_split = 0
     # (the count in a launch of its own, 72 registers per thread instead of 122: 466.6 us, and
     # 21.8 for the compaction's exits, vs 474.3 in one kernel at bf16 B = 1024; not kept. Its
     # time is its shared-memory histogram and weights: ~49 instructions per entry, sm90 SASS)
@@ -830,7 +846,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           hist_one_launch=hist_one_launch,
                           hist_split=hist_split if hist_split > 1 and seg_len % hist_split == 0
                           else 1,
-                          wide_flat=wide_flat, key_shift=key_shift,
+                          wide_flat=wide_flat, key_shift=key_shift, key_split=key_split,
+                          regs_key_split=regs_key_split,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_merge=round_merge, wide_packed=wide_packed,
@@ -1017,6 +1034,13 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        num_warps=warps_c,
                                        **({"maxnreg": cfg.regs_compact}
                                           if band and cfg.regs_compact else {}))
+        if band and key_shift and cfg.key_split:
+            # the keyed count alone, then the compaction alone (``keysplit``)
+            count = {k: v for k, v in plan["compact_True"].items() if k != "maxnreg"}
+            plan["count_True"] = dict(count, KEYED=2, PAIRED=False,
+                                      **({"maxnreg": cfg.regs_key_split}
+                                         if cfg.regs_key_split else {}))
+            plan["compact_True"]["KEYED"] = 0
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, FIXED=cfg.wide_fixed,
                                       num_warps=cfg.warps_search,
@@ -1169,6 +1193,10 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
 
         def compact_and_search(band: bool):
             rows = batch if band else list_programs
+            if f"count_{band}" in plan:  # the keyed count first (``keysplit``)
+                launch_site((site, "count", band), wide_compact_kernel, (rows, cfg.nseg),
+                            x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val,
+                            cand_idx, seg_i, part_i, part_f, miss, **plan[f"count_{band}"])
             launch_site((site, "compact", band), wide_compact_kernel, (rows, cfg.nseg),
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
                         seg_i, part_i, part_f, miss, **plan[f"compact_{band}"])
