@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b|s43a|s43b|s43c|s43d|s43e|s43f|s44a|s44b|s44c|s45a|s45b]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b|s43a|s43b|s43c|s43d|s43e|s43f|s44a|s44b|s44c|s45a|s45b|s45c]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1202,6 +1202,20 @@ if [[ $stage == s40d ]]; then  # one call (~560 s cold) when starts fail: the ma
     prof_tables mid_ topk50,k50 zipf default candmid=256x1 candmid=512x1 candmid=256x1,ahead=2x1
   ab_bench "${BENCH_S:-90}" "${BATCHES:-64,256}" QRITA_EAGER_GRAPHS_MASK_ADDRESS=0 \
     QRITA_EAGER_GRAPHS_MASK_ADDRESS=1
+fi
+if [[ $stage == s45c ]]; then  # (~260 s + start) the forty-fifth session's last defaults (the wide band's compaction at 80 registers for float32, its search at 80): the masks' GPU tests at real batches, then an oracle-checked topp0.9 bench against the defaults before them
+  timeout "${TESTS_S:-170}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \
+    "tests/test_triton_masks.py::test_gpu_batches[zipf-1024]" \
+    "tests/test_triton_masks.py::test_gpu_batches[gaussian-1024]" \
+    tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant \
+    2>&1 | tee "$OUT/pytest_gpu_s45c.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
+  for table in "" compactregs=0x0,wsearchregs=0x0; do
+    QRITA_LAUNCH_TABLE=$table timeout "${AB_S:-40}" python3 benchmarks/bench.py \
+      --out "$OUT/topp_${table:-default}" --ops masks --vocab 131072 --dtypes float32,bfloat16 \
+      --batch 256,1024 --workloads zipf --scenarios topp0.9 --graphs --warmup 5 --rep 20 \
+      --check-rows 4 --peers '' --no-progress > "$OUT/bench_topp_${table:-default}.log" 2>&1
+    echo "topp '$table' exit $?"; grep -E "^masks" "$OUT/bench_topp_${table:-default}.log" | cut -c1-150
+  done
 fi
 if [[ $stage == s45b ]]; then  # (~480 s + start) the forty-fifth session's defaults (top-p's pass A with two load slots at every batch at 64 registers, the float32 wide compaction's two slots, the rank sort's 32 warps up to 64 rows): their GPU tests, then the wide band's compaction and search at fewer registers (compactregs, wsearchregs; off) and bf16's keyed count in a launch of its own (keysplit; off), topp0.9 profiles at B = 64 / 256 / 1024, then the oracle-checked bench of the defaults
   timeout "${TESTS_S:-170}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \

@@ -1885,17 +1885,24 @@ def test_pass_a_load_slots_follow_the_table(monkeypatch):
         free = launch._pipeline_config(131072, dtype, False, "slotsregs=0x0")
         plan = launch._plan(free, **kinds, tile_slots=2)["candidates_False"]
         assert plan["SLOTS"] == 2 and "maxnreg" not in plan
-        # the wide band compaction's register limit (``compactregs``, off by default) reaches
-        # its band launch only
+        # the wide band compaction's register limit (``compactregs``: 80 for float32 rows,
+        # none for 16-bit ones) and its search's (``wsearchregs``: 80) reach the band's
+        # launches only; ``0x0`` lifts them
         wide = dict(kinds, has_k=False, has_p=True, select=False, wide=True)
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "")
         plan = launch._plan(cfg, **wide, tile_slots=2)
-        assert "maxnreg" not in plan["compact_True"]
-        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "compactregs=80x0")
-        limited = launch._pipeline_config(131072, dtype, False, "compactregs=80x0")
-        plan = launch._plan(limited, **wide, tile_slots=2)
-        assert plan["compact_True"]["maxnreg"] == 80 and "maxnreg" not in plan["compact_False"]
-        assert "maxnreg" not in plan["search_True"]
-        monkeypatch.setenv("QRITA_LAUNCH_TABLE", "wsearchregs=80x0")
-        limited = launch._pipeline_config(131072, dtype, False, "wsearchregs=80x0")
-        plan = launch._plan(limited, **wide, tile_slots=2)
-        assert plan["search_True"]["maxnreg"] == 80 and "maxnreg" not in plan["search_False"]
+        assert plan["compact_True"].get("maxnreg") == (80 if dtype == torch.float32 else None)
+        assert plan["search_True"]["maxnreg"] == 80
+        assert "maxnreg" not in plan["compact_False"] and "maxnreg" not in plan["search_False"]
+        table = "compactregs=0x0,wsearchregs=0x0"
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", table)
+        plan = launch._plan(launch._pipeline_config(131072, dtype, False, table), **wide,
+                            tile_slots=2)
+        assert "maxnreg" not in plan["compact_True"] and "maxnreg" not in plan["search_True"]
+        table = "compactregs=96x0,wsearchregs=64x0"
+        monkeypatch.setenv("QRITA_LAUNCH_TABLE", table)
+        plan = launch._plan(launch._pipeline_config(131072, dtype, False, table), **wide,
+                            tile_slots=2)
+        assert (plan["compact_True"]["maxnreg"], plan["search_True"]["maxnreg"]) == (96, 64)
+        # the keyed count in a launch of its own (``keysplit``): off on GPUs
+        assert not cfg.key_split

@@ -130,7 +130,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     R = 0 every batch; default 2x0, ``0x0`` the ring; also in the interpreter) and their
     register limit (``slotsregs=Rx0``, NVIDIA; default 64, ``0x0`` none), or the wide band
     compaction's and search's register limits (``compactregs=Rx0``, ``wsearchregs=Rx0``,
-    NVIDIA; off), or the keyed count of 16-bit rows in a launch of its own (``keysplit=1xR``,
+    NVIDIA; default 80 for float32's compaction, none for 16-bit rows', 80 for the search;
+    ``0x0``: none), or the keyed count of 16-bit rows in a launch of its own (``keysplit=1xR``,
     at most R registers there; off, on in the interpreter), or the wide
     compaction's append positions by one scan per tile (``widepacked=1x0``, default; ``0x0``
     off), or its interval tests by float compares (``widelean=1x0``, default), or the 16-way
@@ -765,13 +766,21 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # registers (21 programs an SM; at 80 no spill, 430 instructions a 128-entry turn against
     # 421), bf16 143 (14 an SM). bf16 rows take the keyed count (about 245-275 instructions a
     # 256-entry tile, unchanged at 96 or 80), yet the compaction loop they skip sets the
-    # kernel's registers (at 96 it spills outside its loop, at 80 in it). Off until timed
-    regs_compact = (_table_override("compactregs", (0, 0))[0]
+    # kernel's registers (at 96 it spills outside its loop, at 80 in it). H100, zipf topp0.9,
+    # wide_compact us at none / 96 / 80 / 64 (s45b): fp32 B = 1024 293.2 / 292.9 / 285.9 /
+    # 294.8, B = 256 89.9 / 89.8 / 89.3 / 94.1, B = 64 25.1 / 25.2 / 25.5 / 29.0; bf16 slower
+    # at each (B = 1024 410.3 / 419.2 / 427.0 / 427.6), as is its count in a launch of its own
+    # (``keysplit``, below). So 80 for float32, none for 16-bit rows (BENCHMARKS.md forty-fifth
+    # session)
+    regs_compact = (_table_override("compactregs", (80 if dtype == torch.float32 else 0, 0))[0]
                     if not interpret and torch.version.hip is None else 0)
     # ``wsearchregs=Rx0``: the same for the wide band's search (``wide_search_kernel``, BAND;
     # 8 warps): sm90 SASS fp32 119 registers, two programs an SM; at 80 three (104 bytes of
-    # stack outside its loop, the loop 624 -> 643 instructions). Off until timed
-    regs_wide_search = (_table_override("wsearchregs", (0, 0))[0]
+    # stack outside its loop, the loop 624 -> 643 instructions). H100, zipf topp0.9,
+    # wide_search us, none -> 80 (s45b): fp32 B = 1024 111.8 -> 104.6, B = 256 40.7 -> 41.7,
+    # B = 64 16.6 -> 17.5; bf16 B = 1024 26.3 -> 24.8, B = 256 / 64 level. 80
+    # (``wsearchregs=0x0``: none)
+    regs_wide_search = (_table_override("wsearchregs", (80, 0))[0]
                         if not interpret and torch.version.hip is None else 0)
     # the keyed band of 16-bit rows (``keyband=1x0`` / ``0x0``; also in the interpreter, so CI
     # runs it): the band's values counted, not copied, so a band holding T always finishes the
@@ -784,8 +793,10 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # then leaves keyed rows alone), at most R registers a thread there (0: no limit). sm90
     # SASS (triton 3.9), bf16: the band's compaction kernel takes 143 registers (14 one-warp
     # programs an SM), set by the compaction loop; the count alone 66 (64 with 8 bytes of
-    # stack outside its loop, 280 instructions a 256-entry tile against 274). Off until timed
-    # (in the interpreter, so CI runs it)
+    # stack outside its loop, 280 instructions a 256-entry tile against 274). H100, bf16 zipf
+    # topp0.9, the two launches' us against the one's (s45b): B = 1024 436.5 (at 64 registers
+    # 432.2) against 410.3, B = 256 119.3 (117.3) against 108.7: slower, so off (in the
+    # interpreter, so CI runs it)
     key_split, regs_key_split = _table_override("keysplit", (1 if interpret else 0, 0))
     key_split = key_split == 1 and key_shift > 0
     if interpret or torch.version.hip is not None:
