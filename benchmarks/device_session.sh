@@ -1216,6 +1216,10 @@ if [[ $stage == s45c ]]; then  # (~260 s + start) the forty-fifth session's last
       --check-rows 4 --peers '' --no-progress > "$OUT/bench_topp_${table:-default}.log" 2>&1
     echo "topp '$table' exit $?"; grep -E "^masks" "$OUT/bench_topp_${table:-default}.log" | cut -c1-150
   done
+  # s45b's top_k eager calls at B = 1024 ran 100-150 us over their graph replays: do they replay?
+  timeout 40 python3 benchmarks/graph_probe.py --calls 12 \
+    --cases top_k:50:1024:float32,top_k:50:1024:bfloat16,top_k:50:64:bfloat16 2>&1 \
+    | grep -v Warn | tee "$OUT/graph_probe.txt" | tail -30
 fi
 if [[ $stage == s45b ]]; then  # (~480 s + start) the forty-fifth session's defaults (top-p's pass A with two load slots at every batch at 64 registers, the float32 wide compaction's two slots, the rank sort's 32 warps up to 64 rows): their GPU tests, then the wide band's compaction and search at fewer registers (compactregs, wsearchregs; off) and bf16's keyed count in a launch of its own (keysplit; off), topp0.9 profiles at B = 64 / 256 / 1024, then the oracle-checked bench of the defaults
   timeout "${TESTS_S:-170}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \
