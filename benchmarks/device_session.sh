@@ -1206,6 +1206,10 @@ fi
 if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed count by its tile (the wide band compaction's tile for 16-bit rows, 256 x 1 since the eighth session, before the keyed count; s45b: neither fewer registers nor a launch of its own helped it), topp0.9 profiles at B = 256 / 1024; then s45c
   PROF_BATCH=256,1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-45}" \
     prof_tables wt_ topp0.9 zipf default wide=512x1 wide=1024x1 wide=512x2 wide=1024x4 wide=128x1
+  # issue 5: where the CuPy and JAX adapters' host time goes now (cProfile; the CuPy stream
+  # check by torch's raw getters is new in the forty-fifth session)
+  timeout "${ADAPTER_S:-60}" python3 benchmarks/adapter_profile.py --calls 500 --out "$OUT" \
+    2>&1 | grep -v Warn | head -14
   stage=s45c
 fi
 if [[ $stage == s45c ]]; then  # (~260 s + start) the forty-fifth session's last defaults (the wide band's compaction at 80 registers for float32, its search at 80): the masks' GPU tests at real batches, then an oracle-checked topp0.9 bench against the defaults before them

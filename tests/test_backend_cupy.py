@@ -155,3 +155,70 @@ def test_a_failing_bare_exchange_falls_back_to_the_public_one(monkeypatch, error
         assert _cupy._BARE["ok"] is stays_on
     finally:
         _cupy._capsule_exchange.cache_clear()
+
+
+def _fake_cupy_streams(monkeypatch, device: int, stream_ptr: int):
+    """A stand-in ``cupy`` whose current device is ``device`` and whose current stream there
+    has the handle ``stream_ptr`` (no CuPy, no GPU needed)."""
+    import contextlib
+    import types
+
+    cupy = types.ModuleType("cupy")
+    cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDevice=lambda: device),
+        get_current_stream=lambda: types.SimpleNamespace(ptr=stream_ptr),
+        Device=lambda index: contextlib.nullcontext())
+    cupy.cuda = cuda
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+
+
+@pytest.mark.parametrize("getters", [True, False])
+@pytest.mark.parametrize("torch_device, torch_stream, cupy_stream, enters", [
+    (0, 0, 0, False),  # both on the legacy default stream of device 0: nothing to enter
+    (0, 7, 7, False),  # the same non-default stream handle: nothing either
+    (0, 0, 7, True),  # CuPy on another stream: torch must run on it
+    (1, 0, 0, True),  # torch's current device is another one
+])
+def test_stream_scope_enters_contexts_only_when_torch_runs_elsewhere(
+        monkeypatch, getters, torch_device, torch_stream, cupy_stream, enters):
+    """:func:`_cupy.stream_scope` leaves torch's device and stream alone when torch already
+    runs on the array's device and on CuPy's current stream there (the same handle), read by
+    torch's raw getters where it has them or by its public API; otherwise it enters torch's
+    device and stream contexts for that stream."""
+    import contextlib
+    import types
+
+    torch = pytest.importorskip("torch")
+    from qrita.backends import _cupy
+
+    _fake_cupy_streams(monkeypatch, 0, cupy_stream)
+    entered = []
+    if getters:
+        monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: torch_device, raising=False)
+        monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream",
+                            lambda index: torch_stream if index == torch_device else -1,
+                            raising=False)
+    else:
+        monkeypatch.setattr(_cupy, "_raw_stream_getters", lambda: None)
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: torch_device)
+        monkeypatch.setattr(torch.cuda, "current_stream",
+                            lambda device=None: types.SimpleNamespace(cuda_stream=torch_stream))
+    monkeypatch.setattr(torch.cuda, "device",
+                        lambda d: entered.append(("device", d.index)) or contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "stream",
+                        lambda s: entered.append(("stream", s)) or contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "default_stream", lambda device: "default")
+    monkeypatch.setattr(torch.cuda, "ExternalStream",
+                        lambda ptr, device: f"external {ptr}")
+    if getters:
+        _cupy._raw_stream_getters.cache_clear()
+    try:
+        x = types.SimpleNamespace(device=types.SimpleNamespace(id=0))
+        with _cupy.stream_scope(x):
+            pass
+    finally:
+        if getters:
+            _cupy._raw_stream_getters.cache_clear()
+    want = ([("device", 0), ("stream", "external 7" if cupy_stream else "default")]
+            if enters else [])
+    assert entered == want

@@ -140,6 +140,34 @@ def from_numpy(a: np.ndarray, like: Any) -> Any:
         return cupy.asarray(a)
 
 
+@functools.cache
+def _raw_stream_getters() -> tuple[Any, Any] | None:
+    """torch's C getters of the current device and of its current stream's handle (what Triton's
+    launcher reads too), or None where this torch lacks them (then the public API answers).
+    ``torch.cuda.current_stream()`` builds a Stream object per call: about 6 µs of host time on
+    the H200's host (BENCHMARKS.md eighteenth session), against well under 1 for the getter."""
+    import torch
+
+    get_device = getattr(torch._C, "_cuda_getDevice", None)
+    get_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if get_device is None or get_stream is None:
+        return None
+    return get_device, get_stream
+
+
+def _torch_runs_on(index: int, ptr: int) -> bool:
+    """Whether torch's current device is ``index`` and its current stream there has the handle
+    ``ptr`` (0: the legacy default stream), so work torch queues is ordered with CuPy's."""
+    getters = _raw_stream_getters()
+    if getters is not None:
+        get_device, get_stream = getters
+        return int(get_device()) == index and int(get_stream(index)) == ptr
+    import torch
+
+    return (index == torch.cuda.current_device()
+            and int(torch.cuda.current_stream().cuda_stream) == ptr)
+
+
 @contextlib.contextmanager
 def stream_scope(x: Any) -> Iterator[None]:
     """Run torch work on ``x``'s device and on CuPy's current stream for that device.
@@ -149,9 +177,9 @@ def stream_scope(x: Any) -> Iterator[None]:
     ``torch.cuda.ExternalStream`` on the same handle). A kernel launched there is ordered after the
     CuPy work already queued on that stream, and CuPy work queued after the call is ordered after
     the kernel, with no host synchronisation. Call ``to_torch``, the kernel and ``from_torch``
-    inside the scope. When torch already runs on that device and stream (CuPy's null stream and
-    torch's default stream of the current device: the usual case) the scope does nothing, since
-    entering device and stream contexts costs host time on every call.
+    inside the scope. When torch already runs on that device and stream (the same handle; usually
+    CuPy's null stream and torch's default stream of the current device) the scope does nothing,
+    since entering device and stream contexts costs host time on every call.
     """
     import cupy
     import torch
@@ -162,9 +190,8 @@ def stream_scope(x: Any) -> Iterator[None]:
     else:
         with cupy.cuda.Device(index):
             ptr = int(cupy.cuda.get_current_stream().ptr)
-    if (ptr == 0 and index == torch.cuda.current_device()
-            and torch.cuda.current_stream().cuda_stream == 0):
-        yield  # both on the legacy default stream of this device already
+    if _torch_runs_on(index, ptr):
+        yield  # torch already runs on this device and stream (usually both legacy defaults)
         return
     device = torch.device("cuda", index)
     stream = (
