@@ -139,6 +139,32 @@ def test_stream_scope_is_a_no_op_on_cpu():
         pass
 
 
+@pytest.mark.parametrize("getter", [True, False])
+@pytest.mark.parametrize("current, enters", [(1, False), (0, True)])
+def test_stream_scope_enters_the_arrays_device_only_when_it_is_not_current(
+        monkeypatch, getter, current, enters):
+    """A GPU array on device 1 makes device 1 torch's current device for the kernel, entering
+    torch's device context only when another device is current (read by torch's C getter where
+    it has one, else ``torch.cuda.current_device``)."""
+    import contextlib
+    import dataclasses
+
+    torch = pytest.importorskip("torch")
+    info = dataclasses.replace(_jax.describe(jnp.ones(3)), device="cuda:1", on_gpu=True)
+    monkeypatch.setattr(_jax, "describe", lambda x: info)
+    if getter:
+        monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: current, raising=False)
+    else:
+        monkeypatch.delattr(torch._C, "_cuda_getDevice", raising=False)
+        monkeypatch.setattr(torch.cuda, "current_device", lambda: current)
+    entered = []
+    monkeypatch.setattr(torch.cuda, "device",
+                        lambda index: entered.append(index) or contextlib.nullcontext())
+    with _jax.stream_scope(jnp.ones(3)):
+        pass
+    assert entered == ([1] if enters else [])
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int32", "bool", "int64"])
 def test_from_torch_direct_import_is_zero_copy_and_exact(dtype):
     """The adapter's direct DLPack import (JAX internals, looked up once per device) returns the

@@ -309,7 +309,9 @@ def stream_scope(x: Any) -> Iterator[None]:
     import torch
 
     index = int(info.device.split(":", 1)[1])
-    if index == torch.cuda.current_device():  # already current: entering costs host time
+    # (torch's C getter where it has one: ``torch.cuda.current_device`` adds a Python layer)
+    current = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+    if index == current():  # already current: entering costs host time
         yield
         return
     with torch.cuda.device(index):
