@@ -1210,6 +1210,8 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
   # check by torch's raw getters is new in the forty-fifth session)
   timeout "${ADAPTER_S:-60}" python3 benchmarks/adapter_profile.py --calls 500 --out "$OUT" \
     2>&1 | grep -v Warn | head -14
+  # and JAX's way back by jaxlib's __cuda_array_interface__ import against its DLPack import
+  timeout 40 python3 benchmarks/jax_dlpack_probe.py --out "$OUT" 2>&1 | grep -v Warn | tail -8
   stage=s45c
 fi
 if [[ $stage == s45c ]]; then  # (~260 s + start) the forty-fifth session's last defaults (the wide band's compaction at 80 registers for float32, its search at 80): the masks' GPU tests at real batches, then an oracle-checked topp0.9 bench against the defaults before them

@@ -53,8 +53,35 @@ def main() -> int:
     except Exception:  # noqa: BLE001
         traceback.print_exc()
     print("adapter._direct_import:", type(adapter._direct_import(t)).__name__)
-    for name, f in (("public jax.dlpack.from_dlpack", lambda: jax.dlpack.from_dlpack(t)),
-                    ("adapter.from_torch", lambda: adapter.from_torch(t, None))):
+    cases = [("public jax.dlpack.from_dlpack", lambda: jax.dlpack.from_dlpack(t)),
+             ("adapter.from_torch", lambda: adapter.from_torch(t, None))]
+    cai_import = getattr(_jax, "cuda_array_interface_to_buffer", None)
+    if dev == "cuda" and cai_import is not None:
+        # another way back (issue 5): jaxlib's import of a raw CUDA pointer (a view: the buffer
+        # keeps the exporting object alive), as jnp.asarray does for __cuda_array_interface__.
+        # It orders no streams: the adapter would make JAX's stream wait for an event of torch's
+        gpu = jdl.xla_bridge.get_backend("cuda")
+
+        def by_cai():
+            return cai_import(cai=t.__cuda_array_interface__, gpu_backend=gpu,
+                              device_id=t.device.index)
+
+        try:
+            arr = by_cai()
+            print("cuda_array_interface_to_buffer:", type(arr).__name__, arr.dtype, arr.shape,
+                  "zero-copy", arr.unsafe_buffer_pointer() == t.data_ptr())
+            cases.append(("cuda_array_interface_to_buffer", by_cai))
+            event = torch.cuda.Event()
+            jax_stream = torch.cuda.ExternalStream(
+                int(device.get_stream_for_external_ready_events()), device=t.device)
+
+            def ordered():
+                event.record()
+                jax_stream.wait_event(event)
+            cases.append(("event record + JAX stream wait", ordered))
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+    for name, f in cases:
         for _ in range(20):
             f()
         t0 = time.perf_counter()
