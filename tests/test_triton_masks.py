@@ -1735,8 +1735,7 @@ def test_keyed_band_is_exact_and_finishes_tied_rows(monkeypatch, dtype):
     value has more copies than the slots (rows of a few dozen neighbouring 16-bit values,
     hundreds of copies each) the band finishes the row (stats column 13, no 16-way round),
     where the compacted band (``key_shift`` 0) overflows and takes the rounds: the same masks
-    both ways. The keyed count in a launch of its own (``keysplit``: KEYED 2, then the
-    compaction with KEYED 0) gives the same masks and statistics as the one launch (KEYED 1)."""
+    both ways."""
     from dataclasses import replace
 
     from qrita.backends.triton import launch as launch_module
@@ -1750,9 +1749,9 @@ def test_keyed_band_is_exact_and_finishes_tied_rows(monkeypatch, dtype):
     tied = (4.0 + step * rng.standard_normal((3, V))).astype(np.float32)
     tied = np.concatenate([tied, generators.zipf_logits(1, V, 1.1, rng)])
     stats_by = {}
-    for keyed, split in ((True, True), (True, False), (False, False)):
-        def config(V, dtype, keyed=keyed, split=split):
-            cfg = replace(table(V, dtype), key_split=split)
+    for keyed in (True, False):
+        def config(V, dtype, keyed=keyed):
+            cfg = table(V, dtype)
             return cfg if keyed else replace(cfg, key_shift=0)
 
         monkeypatch.setattr(launch_module, "pipeline_config", config)
@@ -1762,17 +1761,9 @@ def test_keyed_band_is_exact_and_finishes_tied_rows(monkeypatch, dtype):
             stats = torch.zeros((tied.shape[0], ops.STATS_WIDTH), dtype=torch.int32,
                                 device=DEVICE)
             out = run_and_check(generators.to_dtype(tied, dtype), dtype, None, p, stats=stats)
-            stats_by[keyed, split, p] = (_host(stats),
-                                         _host(out).astype(np.float32).view(np.int32))
+            stats_by[keyed, p] = (_host(stats), _host(out).astype(np.float32).view(np.int32))
         shifts = {kwargs["KEY_SHIFT"] for _, _, kwargs in launches if kwargs["BAND"]}
         assert shifts == {({"bfloat16": 16, "float16": 13}[dtype] if keyed else 0)}, shifts
-        band_keyed = sorted({kwargs.get("KEYED", 1) for _, _, kwargs in launches
-                             if kwargs["BAND"]})
-        assert band_keyed == ([0, 2] if split else [1]), band_keyed
-    for p in (0.9, 0.99):
-        for got, want in zip(stats_by[True, True, p], stats_by[True, False, p], strict=True):
-            np.testing.assert_array_equal(got, want)
-    stats_by = {(keyed, p): v for (keyed, split, p), v in stats_by.items() if not split}
     for p in (0.9, 0.99):
         keyed_stats, keyed_out = stats_by[True, p]
         plain_stats, plain_out = stats_by[False, p]
@@ -1904,5 +1895,3 @@ def test_pass_a_load_slots_follow_the_table(monkeypatch):
         plan = launch._plan(launch._pipeline_config(131072, dtype, False, table), **wide,
                             tile_slots=2)
         assert (plan["compact_True"]["maxnreg"], plan["search_True"]["maxnreg"]) == (96, 64)
-        # the keyed count in a launch of its own (``keysplit``): off on GPUs
-        assert not cfg.key_split

@@ -335,17 +335,6 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                              KEY_SHIFT=key_shift, LISTED=False, PACKED=True,
                              LEAN=True, UNSWITCH=True, FIXED=True, PAIRED=True),
                         target, 1)
-                    if key_shift:
-                        # the keyed count in a launch of its own, then the compaction alone
-                        # (``keysplit``)
-                        for keyed in (2, 0):
-                            out[f"wide_compact_band_keyed{keyed}"] = _compile(
-                                wide.wide_compact_kernel, compact_sig,
-                                dict(BLOCK=256, CAP_SEG=cap_seg, NSEG_P2=nseg_p2, SPARSE=0,
-                                     BAND=True, FLAT=False, KEY_SHIFT=key_shift,
-                                     LISTED=False, AHEAD=1, PACKED=True, LEAN=True,
-                                     UNSWITCH=True, FIXED=True, KEYED=keyed),
-                                target, 1)
             # fixed-point masses (``widefixed``): the band's search (bfloat16: its keyed
             # finish) and, float32, the search after the rounds with its full-row fallback
             fixed_too = dtype == ALL_VARIANTS_DTYPE or (band and dtype == "bfloat16")

@@ -131,8 +131,7 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     register limit (``slotsregs=Rx0``, NVIDIA; default 64, ``0x0`` none), or the wide band
     compaction's and search's register limits (``compactregs=Rx0``, ``wsearchregs=Rx0``,
     NVIDIA; default 80 for float32's compaction, none for 16-bit rows', 80 for the search;
-    ``0x0``: none), or the keyed count of 16-bit rows in a launch of its own (``keysplit=1xR``,
-    at most R registers there; off, on in the interpreter), or the wide
+    ``0x0``: none), or the wide
     compaction's append positions by one scan per tile (``widepacked=1x0``, default; ``0x0``
     off), or its interval tests by float compares (``widelean=1x0``, default), or the 16-way
     rounds' accumulators with the pivots as rows (``roundrows=1x0``; off), or the mask write's
@@ -253,11 +252,6 @@ class PipelineConfig:
     # ``wide.KEY_BINS`` values: the low bits its float32 keys share (16 for bfloat16, 13 for
     # float16; 0: off, always for float32)
     key_shift: int = 0
-    # the keyed count in a launch of its own before the band's compaction (``keysplit=1xR``,
-    # at most R registers a thread in it, 0: no limit), so the compaction's loop does not set
-    # its registers
-    key_split: bool = False
-    regs_key_split: int = 0
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
@@ -770,8 +764,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # wide_compact us at none / 96 / 80 / 64 (s45b): fp32 B = 1024 293.2 / 292.9 / 285.9 /
     # 294.8, B = 256 89.9 / 89.8 / 89.3 / 94.1, B = 64 25.1 / 25.2 / 25.5 / 29.0; bf16 slower
     # at each (B = 1024 410.3 / 419.2 / 427.0 / 427.6), as is its count in a launch of its own
-    # (``keysplit``, below). So 80 for float32, none for 16-bit rows (BENCHMARKS.md forty-fifth
-    # session)
+    # (below, at the keyed band). So 80 for float32, none for 16-bit rows (BENCHMARKS.md
+    # forty-fifth session)
     regs_compact = (_table_override("compactregs", (80 if dtype == torch.float32 else 0, 0))[0]
                     if not interpret and torch.version.hip is None else 0)
     # ``wsearchregs=Rx0``: the same for the wide band's search (``wide_search_kernel``, BAND;
@@ -789,21 +783,12 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # the H200 (BENCHMARKS.md twenty-seventh session)
     key_shift = {torch.bfloat16: 16, torch.float16: 13}.get(dtype, 0)
     key_shift = key_shift if _table_override("keyband", (1, 0))[0] == 1 else 0
-    # ``keysplit=1xR``: the keyed count of 16-bit rows in a launch of its own (the compaction
-    # then leaves keyed rows alone), at most R registers a thread there (0: no limit). sm90
-    # SASS (triton 3.9), bf16: the band's compaction kernel takes 143 registers (14 one-warp
-    # programs an SM), set by the compaction loop; the count alone 66 (64 with 8 bytes of
-    # stack outside its loop, 280 instructions a 256-entry tile against 274). H100, bf16 zipf
-    # topp0.9, the two launches' us against the one's (s45b): B = 1024 436.5 (at 64 registers
-    # 432.2) against 410.3, B = 256 119.3 (117.3) against 108.7: slower, so off (in the
-    # interpreter, so CI runs it)
-    key_split, regs_key_split = _table_override("keysplit", (1 if interpret else 0, 0))
-    key_split = key_split == 1 and key_shift > 0
-    if interpret or torch.version.hip is not None:
-        regs_key_split = 0
     # (the count in a launch of its own, 72 registers per thread instead of 122: 466.6 us, and
     # 21.8 for the compaction's exits, vs 474.3 in one kernel at bf16 B = 1024; not kept. Its
-    # time is its shared-memory histogram and weights: ~49 instructions per entry, sm90 SASS)
+    # time is its shared-memory histogram and weights: ~49 instructions per entry, sm90 SASS.
+    # Tried again on the H100 (forty-fifth session, s45b, zipf topp0.9): 436.5 us at B = 1024
+    # (432.2 with the count at 64 registers) against 410.3 in one kernel, B = 256 119.3
+    # against 108.7; the count runs slower the more of its programs an SM holds)
     # ``selfuse=1x0``: sorted / unsorted ``top_k`` (scalar k below ``retry_min_k``) in one
     # launch after pass A: the search writes the selection (the same integers decide it, so
     # the same bits). Saves two launches and their gaps (H100, B = 64 fp32 k50: write_select
@@ -857,8 +842,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           hist_one_launch=hist_one_launch,
                           hist_split=hist_split if hist_split > 1 and seg_len % hist_split == 0
                           else 1,
-                          wide_flat=wide_flat, key_shift=key_shift, key_split=key_split,
-                          regs_key_split=regs_key_split,
+                          wide_flat=wide_flat, key_shift=key_shift,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_merge=round_merge, wide_packed=wide_packed,
@@ -1045,13 +1029,6 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        num_warps=warps_c,
                                        **({"maxnreg": cfg.regs_compact}
                                           if band and cfg.regs_compact else {}))
-        if band and key_shift and cfg.key_split:
-            # the keyed count alone, then the compaction alone (``keysplit``)
-            count = {k: v for k, v in plan["compact_True"].items() if k != "maxnreg"}
-            plan["count_True"] = dict(count, KEYED=2, PAIRED=False,
-                                      **({"maxnreg": cfg.regs_key_split}
-                                         if cfg.regs_key_split else {}))
-            plan["compact_True"]["KEYED"] = 0
         plan[f"search_{band}"] = dict(BLOCK=cfg.block, **seg, BAND=band, KEY_SHIFT=key_shift,
                                       LISTED=listed and not band, FIXED=cfg.wide_fixed,
                                       num_warps=cfg.warps_search,
@@ -1204,10 +1181,6 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
 
         def compact_and_search(band: bool):
             rows = batch if band else list_programs
-            if f"count_{band}" in plan:  # the keyed count first (``keysplit``)
-                launch_site((site, "count", band), wide_compact_kernel, (rows, cfg.nseg),
-                            x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val,
-                            cand_idx, seg_i, part_i, part_f, miss, **plan[f"count_{band}"])
             launch_site((site, "compact", band), wide_compact_kernel, (rows, cfg.nseg),
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len, cand_val, cand_idx,
                         seg_i, part_i, part_f, miss, **plan[f"compact_{band}"])

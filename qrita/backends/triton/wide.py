@@ -474,7 +474,7 @@ def wide_compact_kernel(
     BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
     LISTED: tl.constexpr = False, AHEAD: tl.constexpr = 1, PACKED: tl.constexpr = False,
     LEAN: tl.constexpr = False, UNSWITCH: tl.constexpr = False, EXP2: tl.constexpr = False,
-    FIXED: tl.constexpr = False, PAIRED: tl.constexpr = False, KEYED: tl.constexpr = 1,
+    FIXED: tl.constexpr = False, PAIRED: tl.constexpr = False,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -505,9 +505,7 @@ def wide_compact_kernel(
     fixed-point sums (:func:`~.primitives.fixed_weight`, :func:`_masses_ptr`): exact, so they
     do not depend on where the band lies or how the row is split. PAIRED: two tiles a turn in
     their own load slots (:func:`_compact_loop`; AHEAD unused; an even number of tiles per
-    segment). KEYED (KEY_SHIFT, BAND): 1 both forms, 2 the keyed count alone (the other rows
-    exit), 0 the compaction alone (the keyed rows exit): the keyed count in a launch of its own,
-    whose registers the compaction's loop does not set.
+    segment).
     """
     if BAND:
         if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
@@ -518,12 +516,12 @@ def wide_compact_kernel(
             _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                          cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
                          tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT,
-                         KEY_SHIFT, AHEAD, PACKED, LEAN, UNSWITCH, EXP2, FIXED, PAIRED, KEYED)
+                         KEY_SHIFT, AHEAD, PACKED, LEAN, UNSWITCH, EXP2, FIXED, PAIRED)
     else:
         _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                      cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, tl.program_id(0), BLOCK,
                      CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD, PACKED, LEAN,
-                     UNSWITCH, EXP2, FIXED, PAIRED, KEYED)
+                     UNSWITCH, EXP2, FIXED, PAIRED)
 
 
 @triton.jit
@@ -533,7 +531,7 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                  BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr,
                  AHEAD: tl.constexpr, PACKED: tl.constexpr, LEAN: tl.constexpr,
                  UNSWITCH: tl.constexpr, EXP2: tl.constexpr, FIXED: tl.constexpr,
-                 PAIRED: tl.constexpr, KEYED: tl.constexpr = 1):
+                 PAIRED: tl.constexpr):
     """:func:`wide_compact_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -545,18 +543,12 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
             if mode == 3:
                 b_lo, b_hi = _interval(row_i_ptr, row64)
                 first_value, keyed = keyed_band(b_lo, b_hi, KEY_SHIFT)
-                if KEYED != 0:
-                    if keyed:
-                        _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr,
-                                           part_i_ptr, part_f_ptr, row64, seg, nseg, b_lo,
-                                           b_hi, first_value, BLOCK, KEY_SHIFT, LEAN, EXP2,
-                                           UNSWITCH, FIXED)
-    compacts = (mode == 3) & (not keyed)
-    if KEY_SHIFT > 0:
-        if BAND:
-            if KEYED == 2:
-                compacts = False
-    if compacts:
+                if keyed:
+                    _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr,
+                                       part_i_ptr, part_f_ptr, row64, seg, nseg, b_lo, b_hi,
+                                       first_value, BLOCK, KEY_SHIFT, LEAN, EXP2, UNSWITCH,
+                                       FIXED)
+    if (mode == 3) & (not keyed):
         lo, hi = _interval(row_i_ptr, row64)
         cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
         row_x = x_ptr + row64 * stride_x
