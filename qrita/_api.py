@@ -266,16 +266,19 @@ def _top_k_gpu_scoped(
     import torch
 
     t = adapter.to_torch(x)
-    tm = t.movedim(axis, -1)
+    last = axis == t.dim() - 1  # (no movedim / reshape calls where none is needed: host time)
+    tm = t if last else t.movedim(axis, -1)
     lead, n = tuple(tm.shape[:-1]), tm.shape[-1]
     if k == 0 or tm.numel() == 0:
         vals = tm[..., :k].clone()
         idx = torch.empty(vals.shape, dtype=torch.int64, device=t.device)
     else:
-        x2 = tm.reshape(-1, n).contiguous()
-        vals, idx = ops.top_k(x2, k, mode=mode, sorted=sorted)
-        vals, idx = vals.reshape(*lead, k), idx.reshape(*lead, k)
-    vals, idx = vals.movedim(-1, axis), idx.movedim(-1, axis)
+        x2 = tm if tm.dim() == 2 else tm.reshape(-1, n)
+        vals, idx = ops.top_k(x2.contiguous(), k, mode=mode, sorted=sorted)
+        if tm.dim() != 2:
+            vals, idx = vals.reshape(*lead, k), idx.reshape(*lead, k)
+    if not last:
+        vals, idx = vals.movedim(-1, axis), idx.movedim(-1, axis)
     return TopK(adapter.from_torch(vals, like=x), adapter.from_torch(idx, like=x))
 
 

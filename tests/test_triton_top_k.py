@@ -293,3 +293,27 @@ def test_fused_select_gives_the_oracle_selection(monkeypatch, dtype):
     from_256 = replace(on, fused_select_rows=256)
     assert not launch_module.fused_select_applies(from_256, 2000, 50, True, 255)
     assert launch_module.fused_select_applies(from_256, 2000, 50, True, 256)
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 257), -1), ((3, 257), 1), ((257, 3), 0),
+                                        ((2, 129, 3), 1), ((2, 3, 129), 2), ((129,), 0)])
+def test_public_gpu_dispatch_moves_and_reshapes_the_axis(shape, axis):
+    """``qrita._api._top_k_gpu_scoped`` (what a GPU array's ``qrita.top_k`` runs): the axis moved
+    to the end and the leading axes flattened only where needed, the kernels' answer put back
+    in the caller's layout; full values and indices against the oracle, both modes, sorted and
+    not."""
+    from qrita import _api
+    from qrita.backends import _torch as torch_adapter
+
+    rng = np.random.default_rng(len(shape) * 10 + axis)
+    x_np = generators.quantised(generators.gaussian_logits(1, int(np.prod(shape)), 2.0, rng), 3)
+    x_np = x_np.astype(np.float32).reshape(shape)  # ties at every boundary
+    x = torch.from_numpy(np.ascontiguousarray(x_np)).to(DEVICE)
+    n = shape[axis]
+    for k in (1, 5, n):
+        for mode in ("largest", "smallest"):
+            for sorted_ in (True, False):
+                vals, idx = _api._top_k_gpu_scoped(ops, torch_adapter, x, k, axis % len(shape),
+                                                   mode, sorted_)
+                compare.assert_topk_matches(_host(vals), _host(idx), x_np, k, axis, mode,
+                                            sorted_)

@@ -176,12 +176,19 @@ def usable_mask_by_address(x: torch.Tensor) -> bool:
     return MASK_ADDRESS and usable_by_address(x)
 
 
+_BY_VALUE = frozenset({type(None), bool, int, str})
+
+
 def _describe(v: Any) -> Any:
     """A key part for one argument: a tensor by dtype, shape and strides (its values are copied
-    in), anything else by its type and value."""
+    in), anything else by its type and value (a float by its repr: NaN equals itself there, and
+    -0.0 differs from 0.0)."""
+    kind = type(v)
+    if kind in _BY_VALUE:
+        return (kind, v)
     if isinstance(v, torch.Tensor):
-        return ("tensor", v.dtype, tuple(v.shape), v.stride())
-    return (type(v).__name__, repr(v))
+        return ("tensor", v.dtype, v.shape, v.stride())
+    return (kind.__name__, repr(v))
 
 
 def _env_key() -> tuple[str, str]:
