@@ -1214,11 +1214,13 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
   PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
-if [[ $stage == s46e ]]; then  # (~480 s + start) bf16's keyed count at larger tiles (s46d: 1024 x 1 beat 256 x 1, B = 1024 graph 909.1 -> 878.0 us), zipf topp0.9 and gaussian topp0.99 at B = 256 / 1024; then s46b (pass A's warps)
-  PROF_BATCH=256,1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-75}" \
+if [[ $stage == s46e ]]; then  # (~330 s + start) bf16's keyed count at larger tiles (s46d: 1024 x 1 beat 256 x 1, B = 1024 graph 909.1 -> 878.0 us), zipf topp0.9 and gaussian topp0.99 at B = 64 / 256 / 1024; the eager host time
+  PROF_BATCH=64,256,1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-90}" \
     prof_tables wt2_ topp0.9,topp0.99 zipf,gaussian default wide=1024x1 wide=2048x1
-  PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
-    prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
+  # the eager host time after this session's host-side cuts (graph_probe --steps)
+  timeout 40 python3 benchmarks/graph_probe.py --calls 4 --steps --step-calls 200 \
+    --cases top_k:50:64:bfloat16,sample:topp0.9:1:float32 2>&1 | grep -v Warn \
+    | tee "$OUT/graph_probe_steps.txt" | grep "back-to-back\|host us per step"
 fi
 if [[ $stage == s46d ]]; then  # (~330 s + start) where an eager call's time goes (s46c: top_k k50 at B = 1024 spends 190 us of host per call, and a call after a synchronise takes 377 us against its 266 us graph replay): back-to-back host and wall time, the host's steps, the GPU activities of one call; then bf16's keyed count by its tile (s46a's first half)
   timeout 60 python3 benchmarks/graph_probe.py --calls 6 --steps --step-calls 200 \
