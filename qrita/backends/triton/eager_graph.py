@@ -191,8 +191,22 @@ def _describe(v: Any) -> Any:
     return (kind.__name__, repr(v))
 
 
-def _env_key() -> tuple[str, str]:
-    return (os.environ.get("QRITA_LAUNCH_TABLE", ""), os.environ.get("QRITA_ONE_LAUNCH", ""))
+_ENV_NAMES = ("QRITA_LAUNCH_TABLE", "QRITA_ONE_LAUNCH")
+# os.environ's own encoded mapping (CPython keeps it in step with every os.environ write, which
+# is how tests and users set these): a lookup there costs no key encoding and value decoding,
+# about 1 us of an eager call's host time per variable (benchmarks/host_python.py)
+_ENV_DATA: Any = getattr(os.environ, "_data", None)
+_ENV_ENCODED: tuple[Any, ...] = ()
+if isinstance(_ENV_DATA, dict) and hasattr(os.environ, "encodekey"):
+    _ENV_ENCODED = tuple(os.environ.encodekey(name) for name in _ENV_NAMES)
+
+
+def _env_key() -> tuple[Any, ...]:
+    """The environment variables a graph's launches read (their raw values: a key part)."""
+    if _ENV_ENCODED:
+        data = _ENV_DATA
+        return tuple(data.get(name) for name in _ENV_ENCODED)
+    return tuple(os.environ.get(name) for name in _ENV_NAMES)
 
 
 def _on_side_stream(device: torch.device, fn: Callable[[], Any]) -> Any:
@@ -315,7 +329,7 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
     # Stream object, ~5 us of host time)
     stream = (triton.runtime.driver.active.get_current_stream(first.device.index)
               if first.is_cuda else 0)
-    key = (op, first.device, stream, _env_key(), *(_describe(a) for a in args),
+    key = (op, first.device, stream, _env_key(), *map(_describe, args),
            *(args[i].data_ptr() for i in by_address))
     family = (op, first.device, first.dtype, tuple(first.shape))
     with _LOCK:
