@@ -1514,6 +1514,24 @@ def test_gpu_batches(B, workload):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("B", [64, 1024])
+def test_gpu_batches_16bit(B, dtype):
+    """16-bit rows at real batches (their own wide compaction tile and keyed band): full masks
+    of up to 48 rows of zipf and Gaussian logits against the oracle on the rounded values."""
+    rng = np.random.default_rng(B + 7)
+    V = 131072
+    x = np.concatenate([generators.zipf_logits(B // 2, V, 1.1, rng),
+                        generators.gaussian_logits(B - B // 2, V, 2.0, rng)])
+    rows = np.sort(rng.choice(B, size=min(B, 48), replace=False))
+    xt = _to_device(x, dtype)
+    x_host = _host(xt)
+    for k, p in [(50, None), (None, 0.9), (100, 0.9), (1000, None), (None, 0.99)]:
+        out = _host(ops.top_k_top_p_mask(xt, k, p))
+        compare.assert_mask_matches(out[rows], x_host[rows], k, p)
+
+
+@pytest.mark.gpu
 def test_gpu_top_k_retry_rows_exact():
     """At real shapes, the top-k rows that take the retry (pass A again at a second cutoff) end on
     the candidate path and match the oracle, as masks (top-k, top-k then top-p) and as top_k;
