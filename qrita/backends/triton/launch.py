@@ -434,14 +434,20 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         sparse_one = _table_override("sparseone", (0, 0))[0]
         # (tune_launch.py --stage wide_warps, BENCHMARKS.md eighth section: fp32 topp0.9 B=1024
         # 698 -> 551 us at 128 x 1; bf16 256 x 1 720, 128 x 1 697, topp0.99 932 vs 977).
-        # 16-bit rows since the forty-sixth session: 1024 x 1, for the keyed count (its tile's
+        # bfloat16 rows since the forty-sixth session: 1024 x 1, for the keyed count (its tile's
         # value histogram is merged once per tile: fewer merges per entry). bf16 graph us,
         # 256 x 1 -> 1024 x 1 (2048 x 1), H200, V = 131072 (s46e; wide_compact in brackets):
         # zipf topp0.9 B = 64 139.4 -> 137.4 (152.9), B = 256 264.0 -> 255.6 (298.7),
         # B = 1024 863.8 -> 832.5 (1003.8; 413.1 -> 382.7), gaussian topp0.99 B = 256
         # 280.6 -> 272.0, B = 1024 917.6 -> 886.7; H100 (s46d) zipf topp0.9 B = 1024
-        # 909.1 -> 878.0 (512 x 1 929.1, 512 x 2 914.4, 1024 x 4 967.1, 128 x 1 923.7)
-        block_wide, warps_wide = (128, 1) if dtype == torch.float32 else (1024, 1)
+        # 909.1 -> 878.0 (512 x 1 929.1, 512 x 2 914.4, 1024 x 4 967.1, 128 x 1 923.7).
+        # float16 keeps 256 x 1: its Gaussian rows span too many values for the keyed count,
+        # and their plain compaction is slower in big tiles. H100 fp16 topp0.9 graph us,
+        # 256 x 1 -> 1024 x 1 (s46g): gaussian B = 256 507.9 -> 672.4, B = 1024 1392.7 ->
+        # 1980.6 (wide_compact 486.4 -> 1075.1); zipf B = 256 282.1 -> 273.6, B = 1024
+        # 939.0 -> 908.5
+        block_wide, warps_wide = {torch.float32: (128, 1),
+                                  torch.bfloat16: (1024, 1)}.get(dtype, (256, 1))
         # the band's tiles hold ~6 candidates each: one prefix sum beats the one-by-one append
         # (tune_launch.py --stage wide_sparse, BENCHMARKS.md fifth section: 0 fastest everywhere)
         sparse_wide = 0
