@@ -23,6 +23,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 
 import qrita  # noqa: E402
+from benchmarks.graph_probe import _gpu_activities  # noqa: E402
 from qrita.testing import generators  # noqa: E402
 
 
@@ -62,18 +63,7 @@ def main() -> int:
         s = spans(fn, args.calls, buf)
         print(f"  event spans, {label}: median {statistics.median(s):.1f} us, first five "
               + " ".join(f"{v:.0f}" for v in s[:5]))
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        spans(fn, 4, flush)
-    gpu = sorted((e for e in prof.events() if e.device_type.name == "CUDA"),
-                 key=lambda e: e.time_range.start)
-    parts, last = [], None
-    for e in gpu:
-        gap = 0.0 if last is None else e.time_range.start - last
-        parts.append(f"{e.name[:28]} {e.time_range.elapsed_us():.0f} (+{gap:.0f})")
-        last = e.time_range.end
-    print("  four flushed calls' GPU activities: " + "; ".join(parts))
+    _gpu_activities("four flushed calls", lambda: spans(fn, 4, flush))
     return 0
 
 
