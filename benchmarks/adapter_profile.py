@@ -36,6 +36,9 @@ def _steps(torch, arrays: dict) -> list[str]:
         x, sync = arrays["cupy"]
         steps += [("torch.from_dlpack(cupy array)", lambda: torch.from_dlpack(x), sync),
                   ("cupy.from_dlpack(torch tensor)", lambda: cupy.from_dlpack(t), sync),
+                  # the CUDA array interface: CuPy keeps the exporter alive (its memory's owner);
+                  # torch exports version 2, no stream, so CuPy does not synchronise
+                  ("cupy.asarray(torch tensor) (CAI)", lambda: cupy.asarray(t), sync),
                   ("cupy get_current_stream().ptr", lambda: cupy.cuda.get_current_stream().ptr,
                    sync),
                   ("torch.cuda.current_stream()", torch.cuda.current_stream, sync)]
