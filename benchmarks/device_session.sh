@@ -1214,11 +1214,13 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
   PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
-if [[ $stage == s47a ]]; then  # next session (~300 s + start): why the bench's eager column read top_k k50 B = 1024 at 369 us when back-to-back calls run at 261 (eager_probe.py); then s46b (pass A's warps)
+if [[ $stage == s47a ]]; then  # next session (~360 s + start): why the bench's eager column read top_k k50 B = 1024 at 369 us when back-to-back calls run at 261 (eager_probe.py); then s46b (pass A's warps)
   for case in top_k:50:1024:float32 top_k:50:1024:bfloat16; do
     timeout 45 python3 benchmarks/eager_probe.py --case "$case" 2>&1 | grep -v Warn \
       | tee -a "$OUT/eager_probe.txt" | cut -c1-600
   done
+  # issue 5: CuPy's import by the CUDA array interface among the bare steps
+  timeout 60 python3 benchmarks/adapter_profile.py --calls 500 --out "$OUT" 2>&1 | grep -v Warn | head -14
   PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
