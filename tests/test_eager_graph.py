@@ -337,17 +337,19 @@ def test_sampler_replays_with_new_seeds_and_offsets(stand_in, monkeypatch):
     assert len(stand_in) == len(cases) + 2
 
 
-def test_sampler_graphs_by_address(stand_in, monkeypatch):
-    """``sample`` above the static graphs' batches (here 12 rows) reads the logits by address:
-    new values in the same tensor and a new offset each call replay one graph, its tokens and
-    log-probabilities equal the plain path's bit for bit, and the graph keeps no reference to
-    the logits."""
+@pytest.mark.parametrize("rows,sample_address", [(12, False), (3, True)])
+def test_sampler_graphs_by_address(stand_in, monkeypatch, rows, sample_address):
+    """``sample`` above the static graphs' batches (here 12 rows), or at any batch with
+    ``SAMPLE_ADDRESS`` (here 3 rows), reads the logits by address: new values in the same
+    tensor and a new offset each call replay one graph, its tokens and log-probabilities equal
+    the plain path's bit for bit, and the graph keeps no reference to the logits."""
     from qrita.backends.triton import sampling_ops
 
+    monkeypatch.setattr(eager_graph, "SAMPLE_ADDRESS", sample_address)
     rng = np.random.default_rng(20)
-    x = torch.empty((12, 300), dtype=torch.float32, device=DEVICE)
+    x = torch.empty((rows, 300), dtype=torch.float32, device=DEVICE)
     for step in range(4):
-        x.copy_(torch.tensor(_rows(rng, 12, 300)))
+        x.copy_(torch.tensor(_rows(rng, rows, 300)))
         kw = dict(k=30, p=0.9, temperature=0.9, return_logprob=True)
         want = _plain(monkeypatch, sampling_ops.sample, x, seed=5, offset=step, **kw)
         got = sampling_ops.sample(x, seed=5, offset=step, **kw)

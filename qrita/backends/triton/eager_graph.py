@@ -70,7 +70,8 @@ from typing import Any
 import torch
 import triton
 
-__all__ = ["ENABLED", "MAX_ROWS", "IN_PLACE", "MAX_BYTES", "SAMPLE", "ADDRESS_ROWS", "TOP_K_FROM",
+__all__ = ["ENABLED", "MAX_ROWS", "IN_PLACE", "MAX_BYTES", "SAMPLE", "SAMPLE_ADDRESS",
+           "ADDRESS_ROWS", "TOP_K_FROM",
            "MASK_ADDRESS",
            "MAX_GRAPHS", "cached_call", "capturing", "clear", "usable", "usable_by_address",
            "usable_mask_by_address"]
@@ -87,6 +88,12 @@ MAX_BYTES = int(os.environ.get("QRITA_EAGER_GRAPHS_BYTES", str((4 if IN_PLACE el
 #: whether ``sample`` takes graphs (``QRITA_EAGER_GRAPHS_SAMPLE``; default on since the
 #: forty-first session, ``0`` turns it off)
 SAMPLE = os.environ.get("QRITA_EAGER_GRAPHS_SAMPLE", "1") == "1"
+#: whether ``sample`` at the static graphs' batches too reads its logits by address
+#: (``QRITA_EAGER_GRAPHS_SAMPLE_ADDRESS=1``; off: a static copy of them, which replays for logits
+#: at any address). By address saves the copy (H100 host, s46d: 8.0 us of an eager B = 1 call's
+#: ~78, and 1.4 us of GPU time) but captures again for logits at a new address (a decode loop
+#: that keeps its old logits alive); not timed yet
+SAMPLE_ADDRESS = os.environ.get("QRITA_EAGER_GRAPHS_SAMPLE_ADDRESS", "0") == "1"
 #: batches of at most this many rows take graphs that read their logits by address, with no
 #: static copy (``QRITA_EAGER_GRAPHS_ADDRESS_ROWS``; ``top_k``, masks (``MASK_ADDRESS``), and
 #: ``sample``; 0: off)

@@ -749,12 +749,14 @@ def sample(
     logprobs : torch.Tensor (B,) float32 (float64 for float64 logits), with ``return_logprob``
     """
     x = _check_logits(logits)
-    static = eager_graph.SAMPLE and eager_graph.usable(x)
+    static = (eager_graph.SAMPLE and not eager_graph.SAMPLE_ADDRESS
+              and eager_graph.usable(x))
     if static or (eager_graph.SAMPLE and eager_graph.usable_by_address(x)):
         # QRITA_EAGER_GRAPHS_SAMPLE (default on): the same launches, replayed from a graph
         # qrita captured; the seed and offset go in as values (one pinned host buffer, copied
         # into the graph's static buffer), so a new seed or offset is not a new key; above the
-        # static graphs' batches (QRITA_EAGER_GRAPHS_ADDRESS_ROWS) the logits by address
+        # static graphs' batches (QRITA_EAGER_GRAPHS_ADDRESS_ROWS), or at every batch with
+        # QRITA_EAGER_GRAPHS_SAMPLE_ADDRESS, the logits by address
         counters, n_seed = _host_counters(seed, offset, x.shape[0], x.device)
         return eager_graph.cached_call(
             "sample", _sample_with_counters,
