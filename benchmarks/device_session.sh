@@ -1214,10 +1214,19 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
   PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
-if [[ $stage == s47a ]]; then  # next session (~360 s + start): why the bench's eager column read top_k k50 B = 1024 at 369 us when back-to-back calls run at 261 (eager_probe.py); then s46b (pass A's warps)
+if [[ $stage == s47a ]]; then  # next session (~420 s + start): why the bench's eager column read top_k k50 B = 1024 at 369 us when back-to-back calls run at 261 (eager_probe.py); then s46b (pass A's warps)
   for case in top_k:50:1024:float32 top_k:50:1024:bfloat16; do
     timeout 45 python3 benchmarks/eager_probe.py --case "$case" 2>&1 | grep -v Warn \
       | tee -a "$OUT/eager_probe.txt" | cut -c1-600
+  done
+  # issue 6: the sampler's small batches by address (no static logits copy), alternating
+  for round in 1 2; do
+    for by_address in 0 1; do
+      echo "== sample by address $by_address round $round"
+      QRITA_EAGER_GRAPHS_SAMPLE_ADDRESS=$by_address timeout 30 python3 benchmarks/graph_probe.py \
+        --calls 4 --steps --step-calls 300 --cases sample:topp0.9:1:float32,sample:topk50:8:bfloat16 \
+        2>&1 | grep -v Warn | tee -a "$OUT/sample_address.txt" | grep "back-to-back\|per step"
+    done
   done
   # issue 5: CuPy's import by the CUDA array interface among the bare steps
   timeout 60 python3 benchmarks/adapter_profile.py --calls 500 --out "$OUT" 2>&1 | grep -v Warn | head -14
