@@ -330,17 +330,18 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
     if writes is not None and writes not in by_address:
         raise ValueError(f"writes={writes} must name a tensor taken by address {tuple(by_address)}")
     first = next(a for a in args if isinstance(a, torch.Tensor))
-    if first.is_cuda and first.device.index != torch.cuda.current_device():
+    device = first.device
+    if first.is_cuda and device.index != torch.cuda.current_device():
         return run(*args)  # a replay launches on the current device's stream: not this one's
     # (the raw handle, as Triton's launches ask for it: torch.cuda.current_stream builds a
     # Stream object, ~5 us of host time)
-    stream = (triton.runtime.driver.active.get_current_stream(first.device.index)
+    stream = (triton.runtime.driver.active.get_current_stream(device.index)
               if first.is_cuda else 0)
-    key = (op, first.device, stream, _env_key(), *map(_describe, args),
+    key = (op, device, stream, _env_key(), *map(_describe, args),
            *(args[i].data_ptr() for i in by_address))
-    family = (op, first.device, first.dtype, tuple(first.shape))
     with _LOCK:
         entry = _GRAPHS.get(key)
+        family = None if entry is not None else (op, device, first.dtype, tuple(first.shape))
         if entry is not None:
             _GRAPHS.move_to_end(key)
         elif (key not in _FAILED and key in _SEEN
@@ -348,7 +349,7 @@ def cached_call(op: str, run: Callable[..., Any], args: Sequence[Any],
             del _SEEN[key]
             _CAPTURES[family] = _CAPTURES.get(family, 0) + 1
             try:
-                entry = _capture(graph_run or run, args, first.device, by_address)
+                entry = _capture(graph_run or run, args, device, by_address)
             except _CaptureFailed as failed:  # a key that cannot be captured runs as it is
                 _FAILED.add(key)
                 FAILED_WHY.append((op, repr(failed.__cause__)[:400]))
