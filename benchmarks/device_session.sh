@@ -1230,7 +1230,7 @@ if [[ $stage == s47a ]]; then  # next session (~420 s + start): why the bench's 
   done
   # issue 5: CuPy's import by the CUDA array interface among the bare steps
   timeout 60 python3 benchmarks/adapter_profile.py --calls 500 --out "$OUT" 2>&1 | grep -v Warn | head -14
-  PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
+  PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
 if [[ $stage == s46g ]]; then  # (~90 s + start) float16's wide tile: s46f read fp16 Gaussian top-p at 1024 x 1 far slower than bf16 (B = 1024 1984 us graph), with no baseline: 1024 x 1 against 256 x 1
