@@ -1238,6 +1238,14 @@ if [[ $stage == s47b ]]; then  # (~200 s + start) why the bench's eager column r
   done
   # issue 5: CuPy's import by the CUDA array interface among the bare steps
   timeout 60 python3 benchmarks/adapter_profile.py --calls 500 --out "$OUT" 2>&1 | grep -v Warn | head -14
+  # issue 4: eager top_k / masks at B = 1024 replaying a graph by address (default: up to 256 rows)
+  for rows in 256 1024 256; do
+    QRITA_EAGER_GRAPHS_ADDRESS_ROWS=$rows timeout 70 python3 benchmarks/bench.py --out "$OUT/addr_$rows" \
+      --ops top_k,masks --vocab 131072 --dtypes float32,bfloat16 --batch 1024 --workloads zipf \
+      --scenarios k50,k1000,topk50,topp0.9 --graphs --warmup 5 --rep 20 --check-rows 2 --peers '' \
+      --no-progress > "$OUT/bench_addr_$rows.log" 2>&1
+    echo "address rows $rows exit $?"; grep -E "^(top_k|masks)" "$OUT/bench_addr_$rows.log" | cut -c1-150
+  done
 fi
 if [[ $stage == s46g ]]; then  # (~90 s + start) float16's wide tile: s46f read fp16 Gaussian top-p at 1024 x 1 far slower than bf16 (B = 1024 1984 us graph), with no baseline: 1024 x 1 against 256 x 1
   PROF_BATCH=256,1024 PROF_DTYPES=float16 KNOB_S="${PROF_S:-50}" \
