@@ -1216,9 +1216,9 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
 fi
 if [[ $stage == s47a ]]; then  # (~450 s + start) the wide stage's 16-way rounds over more programs per segment (its masses are fixed-point sums, order-free, so the split may follow B): rows the band misses (fp32 zipf topp0.99: ~60 of 1024, rounds 195 us; fp16 gaussian topp0.9: 36, rounds 295 us); then pass A's warps (the old s46b)
   PROF_BATCH=256,1024 PROF_DTYPES=float32 KNOB_S="${PROF_S:-60}" \
-    prof_tables rs_ topp0.99 zipf default roundsplit=4x0 roundsplit=8x0
+    prof_tables rs_ topp0.99 zipf default roundlisted=4x0 roundlisted=8x0
   PROF_BATCH=256,1024 PROF_DTYPES=float16 KNOB_S="${PROF_S:-60}" \
-    prof_tables rs16_ topp0.9 gaussian default roundsplit=4x0 roundsplit=8x0
+    prof_tables rs16_ topp0.9 gaussian default roundlisted=4x0 roundlisted=8x0
   PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-60}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi

@@ -807,6 +807,51 @@ def test_wide_rounds_split_over_programs_are_exact(monkeypatch):
         assert (stats[:2, 4].cpu().numpy() > 0).all(), stats[:, 4]  # the tied rows took rounds
 
 
+def test_wide_rounds_listed_split_follows_the_batch(monkeypatch):
+    """At a batch whose missed rows are listed (B > ``wide_list``), the rounds may split each
+    segment over more programs (``round_split_listed``, the launch table's ``roundlisted``):
+    with fixed-point masses no sum depends on the split, so each row's mask and boundary are the
+    same alone (one program per segment) and in the batch, and both are the oracle's. A tiny
+    band makes most rows miss it, and every round runs (``wide_fit`` -1)."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import wide
+
+    table = _small_slots_table()
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), band_percent=1, wide_fit=-1,
+                                                 wide_fixed=True, round_split=1,
+                                                 round_split_listed=2))
+    cfg = launch_module.pipeline_config(1000, torch.float32)
+    assert cfg.wide_list == 2 and cfg.nseg > 1, cfg
+    launches = _site_launches(monkeypatch, wide.wide_round_kernel)
+    rng = np.random.default_rng(53)
+    V = 1000
+    x = _wide_rows(rng, V)
+    rows_in_rounds = 0
+    for dtype in ("float32", "bfloat16"):
+        for p in (0.9, 0.99):
+            launches.clear()
+            stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+            batch = _host(run_and_check(x, dtype, None, p, stats=stats))
+            in_rounds = stats[:, 4].cpu().numpy() > 0
+            assert in_rounds.any(), stats[:, 4]
+            rows_in_rounds += int(in_rounds.sum())
+            parts = {grid[1] for _, grid, _ in launches}
+            assert parts == {2 * cfg.nseg}, parts  # the listed batch's split
+            for row in range(x.shape[0]):
+                launches.clear()
+                alone = torch.zeros((1, ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+                mask = _host(run_and_check(x[row:row + 1], dtype, None, p, stats=alone))
+                np.testing.assert_array_equal(mask[0].view(np.uint32), batch[row].view(np.uint32),
+                                              err_msg=f"{dtype} {p} {row}")
+                np.testing.assert_array_equal(alone.cpu().numpy()[0, :3],
+                                              stats.cpu().numpy()[row, :3])
+                assert {grid[1] for _, grid, _ in launches} <= {cfg.nseg}, launches
+    assert rows_in_rounds >= 6, rows_in_rounds
+
+
 def test_wide_rounds_stop_once_the_interval_fits(monkeypatch):
     """A row the band missed stops narrowing once its interval holds at most ``wide_fit``
     entries (the compaction after the rounds takes them): with the stop rule it takes fewer

@@ -286,6 +286,10 @@ class PipelineConfig:
     block_wide_small: int = 0
     warps_wide_small: int = 0
     round_split_small: int = 0
+    # the rounds' programs per segment at batches whose missed rows are listed (``wide_list``),
+    # with fixed-point masses (order-free sums, so the split may follow B): ``roundlisted``;
+    # 0: ``round_split``
+    round_split_listed: int = 0
     # the batches those two apply at: at most this many rows (``smallrows``; 0: every batch of
     # at most ``hist_small_batch`` rows)
     wide_small_batch: int = 0
@@ -385,6 +389,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         round_split = 1
         block_wide_small, warps_wide_small = _table_override("widesmall", (64, 4))
         round_split_small = _table_override("roundsmall", (0, 0))[0]
+        round_split_listed = _table_override("roundlisted", (0, 0))[0]
         wide_small_batch = _table_override("smallrows", (1, 0))[0]
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
         wide_list = 2  # fewer programs than missed rows: CI runs their loop over the list
@@ -664,6 +669,12 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # below); ``roundsmall`` off (B = 1 rounds 4.1 -> 4.4 us with 8)
         block_wide_small, warps_wide_small = _table_override("widesmall", (512, 4))
         round_split_small = _table_override("roundsmall", (0, 0))[0]
+        # ``roundlisted=Nx0``: the rounds' programs per segment at batches whose missed rows are
+        # listed (B > ``widelist``), fixed-point masses only. The few rows the band misses
+        # there (~4% of zipf topp0.9 rows at B = 1024) take 2 programs per segment, and their
+        # rounds cost 69 us (fp32 zipf topp0.9, 42 rows), 195 (topp0.99, 85 rows), 295 (fp16
+        # gaussian topp0.9, 36 rows; H100, s46g). 0x0: ``roundsplit``
+        round_split_listed = _table_override("roundlisted", (0, 0))[0]
         # ``smallrows=Nx0``: those two at batches of at most N rows only (0: every batch that
         # takes ``histsmall``). H100 (thirty-seventh session), fp32 zipf topp0.9 graph us with
         # ``widefixed,histsmall=64``: ``widesmall=512x4,roundsmall=8`` B = 1 100.0 -> 90.8
@@ -872,6 +883,9 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           round_split_small=round_split_small
                           if round_split_small > 0
                           and seg_len % (round_split_small * block_round) == 0 else 0,
+                          round_split_listed=round_split_listed
+                          if round_split_listed > 0 and wide_fixed and vocab <= FIXED_MAX_VOCAB
+                          and seg_len % (round_split_listed * block_round) == 0 else 0,
                           wide_small_batch=wide_small_batch,
                           write_cut=write_cut,
                           ahead=tuple(min(max(n, 1), 4) for n in ahead),
@@ -922,6 +936,12 @@ def _small_batch_hist_config(cfg: PipelineConfig, small_settings: bool = True) -
                    round_split_small=0, wide_small_batch=0, **small)
 
 
+@functools.lru_cache(maxsize=256)
+def _listed_rounds_config(cfg: PipelineConfig) -> PipelineConfig:
+    """``cfg`` with the listed batches' programs per segment in the rounds (``roundlisted``)."""
+    return replace(cfg, round_split=cfg.round_split_listed, round_split_listed=0)
+
+
 @functools.lru_cache(maxsize=4096)
 def large_k_config(cfg: PipelineConfig, vocab: int, k: int) -> PipelineConfig | None:
     """``cfg`` with more slots per row for top-k alone with a scalar k whose candidates
@@ -950,10 +970,13 @@ def call_config(cfg: PipelineConfig, vocab: int, k, p, batch: int = 0) -> Pipeli
     with a k whose candidates overflow the usual slots, more of them (:func:`large_k_config`);
     or,
     with top-p and fixed-point masses at a batch of at most ``hist_small_batch`` rows, ``cfg``
-    with the band from the one-launch count histogram (only speed depends on the band there)."""
+    with the band from the one-launch count histogram (only speed depends on the band there),
+    and at a batch whose missed rows are listed, the rounds' split ``round_split_listed``."""
     if p is not None and 0 < batch <= cfg.hist_small_batch:
         return _small_batch_hist_config(
             cfg, cfg.wide_small_batch <= 0 or batch <= cfg.wide_small_batch)
+    if p is not None and cfg.round_split_listed > 0 and 0 < cfg.wide_list < batch:
+        return _listed_rounds_config(cfg)
     if p is not None or k is None or isinstance(k, torch.Tensor):
         return cfg
     if cfg.cap_small <= 0 or not small_k_search(cfg, vocab, int(k)):
