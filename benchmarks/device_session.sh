@@ -1219,7 +1219,7 @@ if [[ $stage == s47a ]]; then  # (~450 s + start) the wide stage's 16-way rounds
     prof_tables rs_ topp0.99 zipf default roundlisted=4x0 roundlisted=8x0
   PROF_BATCH=256,1024 PROF_DTYPES=float16 KNOB_S="${PROF_S:-60}" \
     prof_tables rs16_ topp0.9 gaussian default roundlisted=4x0 roundlisted=8x0
-  PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-60}" \
+  PROF_BATCH=64,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-60}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
 if [[ $stage == s47b ]]; then  # (~200 s + start) why the bench's eager column read top_k k50 B = 1024 at 369 us when back-to-back calls run at 261 (eager_probe.py); the sampler by address at small batches; CuPy's import by the CUDA array interface
@@ -1319,7 +1319,7 @@ if [[ $stage == s45b ]]; then  # (~480 s + start) the forty-fifth session's defa
     "tests/test_triton_masks.py::test_gpu_batches[gaussian-64]" \
     tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant \
     2>&1 | tee "$OUT/pytest_gpu_s45b.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
-  PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-60}" \
+  PROF_BATCH=64,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-60}" \
     prof_tables cr_ topp0.9 zipf default compactregs=96x0 compactregs=80x0 compactregs=64x0 \
     wsearchregs=80x0
   PROF_BATCH=64,256,1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-50}" \
