@@ -1214,7 +1214,7 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
   PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
-if [[ $stage == s47a ]]; then  # (~420 s + start) the wide stage's 16-way rounds over more programs per segment at listed batches (roundlisted; fixed-point masses, order-free, so the split may follow B): rows the band misses (fp32 zipf topp0.99: ~85 of 1024, rounds 195 us; fp16 gaussian topp0.9: 36, rounds 295 us); the masks' GPU tests at roundlisted=8x0; then pass A's warps at B = 1024 (the old s46b) if time is left
+if [[ $stage == s47a ]]; then  # (~420 s + start) the wide stage's 16-way rounds over more programs per segment at listed batches (roundlisted; fixed-point masses, order-free, so the split may follow B): rows the band misses (fp32 zipf topp0.99: ~85 of 1024, rounds 195 us; fp16 gaussian topp0.9: 36, rounds 295 us); the masks' GPU tests at roundlisted=8x0; then, with PASS_A=1, pass A's warps at B = 1024 (the old s46b)
   PROF_BATCH=256,1024 PROF_DTYPES=float32 KNOB_S="${PROF_S:-50}" \
     prof_tables rs_ topp0.99 zipf default roundlisted=4x0 roundlisted=8x0
   PROF_BATCH=256,1024 PROF_DTYPES=float16 KNOB_S="${PROF_S:-50}" \
@@ -1224,7 +1224,7 @@ if [[ $stage == s47a ]]; then  # (~420 s + start) the wide stage's 16-way rounds
     "tests/test_triton_masks.py::test_gpu_batches[zipf-1024]" \
     "tests/test_triton_masks.py::test_gpu_batches_16bit" \
     2>&1 | tee "$OUT/pytest_gpu_s47a.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
-  PROF_BATCH=1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-50}" \
+  [[ -n "${PASS_A:-}" ]] && PROF_BATCH=1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-50}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
 if [[ $stage == s47b ]]; then  # (~200 s + start) why the bench's eager column read top_k k50 B = 1024 at 369 us when back-to-back calls run at 261 (eager_probe.py); the sampler by address at small batches; CuPy's import by the CUDA array interface
