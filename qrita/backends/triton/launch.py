@@ -105,7 +105,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     warps) of the wide top-p stage's 16-way rounds (``round``) or of its compaction after them
     (``wide2``), pass A's masses by the online softmax instead of relative to a fixed reference
     (``lean=0x0``), the band's size cap in percent of the slots (``bandpct=75x0``), the
-    programs per segment of the 16-way rounds (``roundsplit=4x0``; default 2), the size of the
+    programs per segment of the 16-way rounds (``roundsplit=4x0``; default 2; at batches
+    whose missed rows are listed, with fixed-point masses, ``roundlisted=8x0``; default 0: as
+    ``roundsplit``), the size of the
     wide top-p band's sample and the warps placing it (``band=4096x8``), or pass A's (tile,
     warps) for top-k alone at batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``;
     default 2048x8, ``0x0``: off;
