@@ -1215,11 +1215,11 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
 if [[ $stage == s47a ]]; then  # (~420 s + start) the wide stage's 16-way rounds over more programs per segment at listed batches (roundlisted; fixed-point masses, order-free, so the split may follow B): rows the band misses (fp32 zipf topp0.99: ~85 of 1024, rounds 195 us; fp16 gaussian topp0.9: 36, rounds 295 us); the masks' GPU tests at roundlisted=8x0; then, with PASS_A=1, pass A's warps at B = 1024 (the old s46b)
-  PROF_BATCH=256,1024 PROF_DTYPES=float32 KNOB_S="${PROF_S:-50}" \
+  PROF_BATCH="${RS_BATCH:-256,1024}" PROF_DTYPES=float32 KNOB_S="${PROF_S:-50}" \
     prof_tables rs_ topp0.99 zipf default roundlisted=4x0 roundlisted=8x0
-  PROF_BATCH=256,1024 PROF_DTYPES=float16 KNOB_S="${PROF_S:-50}" \
+  PROF_BATCH="${RS_BATCH:-256,1024}" PROF_DTYPES=float16 KNOB_S="${PROF_S:-50}" \
     prof_tables rs16_ topp0.9 gaussian default roundlisted=4x0 roundlisted=8x0
-  QRITA_LAUNCH_TABLE=roundlisted=8x0 timeout "${TESTS_S:-170}" python3 -m pytest -p no:cacheprovider \
+  [[ "${TESTS_S:-170}" -gt 0 ]] && QRITA_LAUNCH_TABLE=roundlisted=8x0 timeout "${TESTS_S:-170}" python3 -m pytest -p no:cacheprovider \
     -rf --tb=short -v "tests/test_triton_masks.py::test_gpu_batches[gaussian-1024]" \
     "tests/test_triton_masks.py::test_gpu_batches[zipf-1024]" \
     "tests/test_triton_masks.py::test_gpu_batches_16bit" \
