@@ -1324,7 +1324,7 @@ if [[ $stage == s45b ]]; then  # (~480 s + start) the forty-fifth session's defa
     "tests/test_triton_masks.py::test_gpu_batches[gaussian-64]" \
     tests/test_triton_masks.py::test_gpu_deterministic_and_batch_invariant \
     2>&1 | tee "$OUT/pytest_gpu_s45b.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
-  PROF_BATCH=64,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-60}" \
+  PROF_BATCH=64,256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-60}" \
     prof_tables cr_ topp0.9 zipf default compactregs=96x0 compactregs=80x0 compactregs=64x0 \
     wsearchregs=80x0
   PROF_BATCH=64,256,1024 PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-50}" \
