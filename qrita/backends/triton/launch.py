@@ -106,8 +106,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     (``wide2``), pass A's masses by the online softmax instead of relative to a fixed reference
     (``lean=0x0``), the band's size cap in percent of the slots (``bandpct=75x0``), the
     programs per segment of the 16-way rounds (``roundsplit=4x0``; default 2; at batches
-    whose missed rows are listed, with fixed-point masses, ``roundlisted=8x0``; default 4 on
-    a GPU, ``0x0``: as ``roundsplit``), the size of the
+    whose missed rows are listed, with fixed-point masses, ``roundlisted=4x0``; default 0: as
+    ``roundsplit``), the size of the
     wide top-p band's sample and the warps placing it (``band=4096x8``), or pass A's (tile,
     warps) for top-k alone at batches of at most ``SMALL_BATCH_ROWS`` rows (``candsmall``;
     default 2048x8, ``0x0``: off;
@@ -679,8 +679,11 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # -> 8x0 (s47a, forty-eighth session): fp16 gaussian topp0.9 B = 256 498.3 (151.6) ->
         # 443.7 (99.2) -> 444.4 (101.0), B = 1024 1335.3 (240.7) -> 1326.4 (232.1) -> 1340.7
         # (242.8); fp32 zipf topp0.99 B = 256 472.2 (88.3) -> 472.4 (88.9) -> 486.8 (105.8),
-        # B = 1024 (195, s46g) -> 1374.2 (192.9) -> 1403.1 (226.5). 4x0; 0x0: ``roundsplit``
-        round_split_listed = _table_override("roundlisted", (4, 0))[0]
+        # B = 1024 (195, s46g) -> 1374.2 (192.9) -> 1403.1 (226.5). Off: the rounds' partials
+        # are per row and part (``_workspace``), so 4x0 doubles them at every listed batch
+        # (B = 1024: 8 -> 16 MiB of a ~41 MiB workspace) for one cell's gain; merged by integer
+        # atomics per row instead, the split would cost no memory (to do). 0x0: ``roundsplit``
+        round_split_listed = _table_override("roundlisted", (0, 0))[0]
         # ``smallrows=Nx0``: those two at batches of at most N rows only (0: every batch that
         # takes ``histsmall``). H100 (thirty-seventh session), fp32 zipf topp0.9 graph us with
         # ``widefixed,histsmall=64``: ``widesmall=512x4,roundsmall=8`` B = 1 100.0 -> 90.8
