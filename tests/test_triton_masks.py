@@ -852,6 +852,49 @@ def test_wide_rounds_listed_split_follows_the_batch(monkeypatch):
     assert rows_in_rounds >= 6, rows_in_rounds
 
 
+def test_wide_round_atomic_totals_are_the_parts(monkeypatch):
+    """With fixed-point masses the rounds may add their partials into per-row totals by integer
+    atomics (``round_atomic``, the launch table's ``roundatomic``) instead of storing them per
+    segment and part: the totals are the same integers as the per-part merge, so every row's
+    mask, boundary and rounds are the same both ways (and the oracle's), unlisted (the rounds'
+    merge by the last program, then by launches of their own) and listed, over one and two
+    programs per segment. A tiny band makes most rows miss it, and every round runs."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+    from qrita.backends.triton import wide
+
+    table = _small_slots_table()
+    settings = {}
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), band_percent=1, wide_fit=-1,
+                                                 wide_fixed=True, round_split_listed=0,
+                                                 **settings))
+    launches = _site_launches(monkeypatch, wide.wide_round_kernel, wide.wide_narrow_kernel)
+    rng = np.random.default_rng(59)
+    V = 1000
+    x = _wide_rows(rng, V)
+    rows_in_rounds = 0
+    for rows in (x[:2], x):  # two rows: unlisted (wide_list 2); five: listed
+        for merge, split in ((True, 1), (False, 2)):
+            for dtype, p in (("float32", 0.9), ("bfloat16", 0.99)):
+                answers = []
+                for atomic in (False, True):
+                    settings.update(round_merge=merge, round_split=split, round_atomic=atomic)
+                    launches.clear()
+                    stats = torch.zeros((rows.shape[0], ops.STATS_WIDTH), dtype=torch.int32,
+                                        device=DEVICE)
+                    mask = _host(run_and_check(rows, dtype, None, p, stats=stats))
+                    assert launches and all(kw["ATOMIC"] is atomic for _, _, kw in launches)
+                    answers.append((mask.view(np.uint32), stats.cpu().numpy()))
+                (mask0, stats0), (mask1, stats1) = answers
+                where = f"{rows.shape[0]} rows, merge {merge}, split {split}, {dtype} {p}"
+                np.testing.assert_array_equal(mask1, mask0, err_msg=where)
+                np.testing.assert_array_equal(stats1, stats0, err_msg=where)
+                rows_in_rounds += int((stats0[:, 4] > 0).sum())
+    assert rows_in_rounds >= 8, rows_in_rounds
+
+
 def test_wide_rounds_stop_once_the_interval_fits(monkeypatch):
     """A row the band missed stops narrowing once its interval holds at most ``wide_fit``
     entries (the compaction after the rounds takes them): with the stop rule it takes fewer

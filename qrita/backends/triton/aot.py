@@ -271,11 +271,17 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
             out["wide_round_fixed"] = _compile(wide.wide_round_kernel, round_sig,
                 dict(BLOCK=128, LISTED=False, MERGE=True, NSEG_P2=nseg_p2, AHEAD=1,
                      FIXED=True), target, 4)
-        for fixed in (False, True) if dtype == ALL_VARIANTS_DTYPE else (False,):
-            out["wide_narrow" + ("_fixed" if fixed else "")] = _compile(wide.wide_narrow_kernel, {
+            # and their per-row totals by integer atomics (``roundatomic``), listed
+            out["wide_round_atomic"] = _compile(wide.wide_round_kernel, round_sig,
+                dict(BLOCK=128, LISTED=True, MERGE=False, NSEG_P2=nseg_p2, AHEAD=1,
+                     FIXED=True, ATOMIC=True), target, 4)
+        for fixed, atomic in (((False, False), (True, False), (True, True))
+                              if dtype == ALL_VARIANTS_DTYPE else ((False, False),)):
+            name = "wide_narrow" + ("_fixed" if fixed else "") + ("_atomic" if atomic else "")
+            out[name] = _compile(wide.wide_narrow_kernel, {
                 "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "part_i_ptr": "*i32",
                 "part_f_ptr": "*fp32", "miss_ptr": "*i32", "nseg": "i32", "fit": "i32"},
-                dict(NSEG_P2=nseg_p2, LISTED=True, FIXED=fixed), target, 4)
+                dict(NSEG_P2=nseg_p2, LISTED=True, FIXED=fixed, ATOMIC=atomic), target, 4)
         for merge in (False, True):
             out["hist_band_count" + ("_merge" if merge else "")] = _compile(
                 hist_band.hist_band_count_kernel, {

@@ -263,6 +263,9 @@ class PipelineConfig:
     # the rounds' merge and narrowing by each row's last program to arrive (``roundmerge``),
     # instead of launches of their own, at batches whose rows are not listed (``wide_list``)
     round_merge: bool = False
+    # the rounds' partials added into per-row totals by integer atomics (``roundatomic``; with
+    # fixed-point masses only), not stored per segment and part: no scratch per part
+    round_atomic: bool = False
     # tiles in flight per program: (pass A, the wide stage's compaction and rounds), at any
     # batch and at batches of at most SMALL_BATCH_ROWS (``ahead``, ``aheadsmall``)
     ahead: tuple[int, int] = (1, 1)
@@ -396,6 +399,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
         wide_list = 2  # fewer programs than missed rows: CI runs their loop over the list
         round_merge = _table_override("roundmerge", (1, 0))[0] == 1  # as on the GPU
+        round_atomic = _table_override("roundatomic", (0, 0))[0] == 1  # as on the GPU
         ahead = _table_override("ahead", (1, 1))  # as on the GPU
         ahead_small = _table_override("aheadsmall", ahead)
         wide_packed = _table_override("widepacked", (1, 0))[0] == 1  # as on the GPU
@@ -589,6 +593,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 7 us of narrow launches, 1166 -> 1176 (BENCHMARKS.md thirty-first session), hence
         # unlisted batches only. ``roundmerge=0x0``: never
         round_merge = _table_override("roundmerge", (1, 0))[0] == 1
+        # ``roundatomic=1x0``: the rounds' partials go into per-row totals by integer atomics
+        # (fixed-point masses only: the same integers in any order, so the same answer), not
+        # into per-part slots: B x nseg x round_split x 64 words of scratch (8 MiB at B = 1024,
+        # V = 131072, two programs per segment; 16 with ``roundlisted=4x0``) become B x 52,
+        # and the narrowing reads 52 words a row instead of nseg x round_split x 48. Opt-in
+        # until timed on a GPU (interpreter: ``test_wide_round_atomic_totals_are_the_parts``)
+        round_atomic = _table_override("roundatomic", (0, 0))[0] == 1
         # ``ahead=AxW`` / ``aheadsmall=AxW``: tiles in flight per program (1-4) in pass A (A)
         # and in the wide stage's compaction and rounds (W), at any batch / at batches of at
         # most SMALL_BATCH_ROWS. They change no sum, so they may follow B. Default 1x1 (one
@@ -878,7 +889,8 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           wide_flat=wide_flat, key_shift=key_shift,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
-                          round_merge=round_merge, wide_packed=wide_packed,
+                          round_merge=round_merge, round_atomic=round_atomic,
+                          wide_packed=wide_packed,
                           wide_lean=wide_lean, round_pivot_rows=round_pivot_rows,
                           wide_unswitch=wide_unswitch, wide_exp2=wide_exp2, cand_top=cand_top,
                           tile_slots=tile_slots if tile_slots in (2, 4) else 0,
@@ -946,6 +958,12 @@ def _small_batch_hist_config(cfg: PipelineConfig, small_settings: bool = True) -
 
 
 @functools.lru_cache(maxsize=256)
+def round_atomic(cfg: PipelineConfig) -> bool:
+    """Whether the wide rounds add their partials into per-row totals by integer atomics
+    (``roundatomic``, with the fixed-point masses only: float sums would follow the order)."""
+    return cfg.round_atomic and cfg.wide_fixed
+
+
 def _listed_rounds_config(cfg: PipelineConfig) -> PipelineConfig:
     """``cfg`` with the listed batches' programs per segment in the rounds (``roundlisted``)."""
     return replace(cfg, round_split=cfg.round_split_listed, round_split_listed=0)
@@ -1094,9 +1112,11 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                          MERGE=cfg.round_merge and not listed, AHEAD=ahead[1],
                          PIVOT_ROWS=cfg.round_pivot_rows,
                          NSEG_P2=next_pow2(cfg.nseg * cfg.round_split), FIXED=cfg.wide_fixed,
+                         ATOMIC=round_atomic(cfg),
                          num_warps=cfg.warps_round or cfg.warps_stream)
     plan["narrow"] = dict(NSEG_P2=next_pow2(cfg.nseg * cfg.round_split), LISTED=listed,
-                          FIXED=cfg.wide_fixed, num_warps=cfg.warps_stream)
+                          FIXED=cfg.wide_fixed, ATOMIC=round_atomic(cfg),
+                          num_warps=cfg.warps_stream)
     return plan
 
 
@@ -1111,12 +1131,17 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     ``row_f`` and ``part_f`` start 8-byte aligned (every other width is even).
     """
     names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
-             "part_f", "miss", "arrive", "row_info")
+             "part_f", "round_i", "round_f", "miss", "arrive", "row_info")
     fixed = wide and cfg.wide_fixed
+    atomic = wide and round_atomic(cfg)
+    # (the rounds' parts per segment: one with their per-row totals, else ``round_split``)
+    split = 1 if atomic else cfg.round_split
     widths = (2 if fixed else 1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 8,
-              cfg.nseg * max(cfg.round_split * 32, KEY_PART.value if cfg.key_shift else 0)
+              cfg.nseg * max(split * 32, KEY_PART.value if cfg.key_shift else 0)
               if wide else 0,
-              cfg.nseg * cfg.round_split * 16 * (2 if fixed else 1) if wide else 0,
+              cfg.nseg * split * 16 * (2 if fixed else 1) if wide else 0,
+              16 if atomic else 0,  # the rounds' per-row totals: 16 int32 counts,
+              36 if atomic else 0,  # then 16 int64 masses and the two key bounds (int64)
               2 if wide else 0,  # the rows the band missed: a count, then their indices
               1 if wide else 0,  # each row's arrival counter in the rounds (``round_merge``)
               0 if row_info is not None else ROW_INFO)
@@ -1124,8 +1149,11 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     # few host calls, this runs on every call
     flat = torch.empty(batch * sum(widths), dtype=torch.int32, device=device)
     parts = dict(zip(names, flat.split([batch * w for w in widths]), strict=True))
-    for name in ("cand_val", "seg_f", "row_f", "part_f"):
+    for name in ("cand_val", "seg_f", "row_f", "part_f", "round_f"):
         parts[name] = parts[name].view(torch.float32)
+    if atomic:  # the totals start at zero (each narrowing sets its row's back to zero)
+        start = batch * sum(widths[:names.index("round_i")])
+        flat[start:start + batch * (16 + 36)].zero_()
     parts["row_info"] = row_info if row_info is not None else parts["row_info"].view(batch, ROW_INFO)
     return parts
 
@@ -1221,6 +1249,9 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
     if wide:
         row_f, part_i, part_f, miss = ws["row_f"], ws["part_i"], ws["part_f"], ws["miss"]
         arrive = ws["arrive"]
+        # the rounds' partials: per-row totals (``roundatomic``), else per segment and part
+        round_i, round_f = ((ws["round_i"], ws["round_f"]) if round_atomic(cfg)
+                            else (part_i, part_f))
         # after the band: programs for the rows it missed only (``widelist``), or one per row
         list_programs = cfg.wide_list if listed else batch
 
@@ -1262,10 +1293,10 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
         for _ in range(cfg.wide_rounds):
             launch_site((site, "round"), wide_round_kernel, (list_programs, parts),
                         x, row_info, row_f, vocab, stride_x, cfg.seg_len // cfg.round_split,
-                        cfg.wide_fit, part_i, part_f, miss, arrive, **plan["round"])
+                        cfg.wide_fit, round_i, round_f, miss, arrive, **plan["round"])
             if listed or not cfg.round_merge:
                 launch_site((site, "narrow"), wide_narrow_kernel, (list_programs,),
-                            row_info, row_f, part_i, part_f, miss, parts, cfg.wide_fit,
+                            row_info, row_f, round_i, round_f, miss, parts, cfg.wide_fit,
                             **plan["narrow"])
         compact_and_search(False)
     return cand_val, cand_idx, seg_i, seg_before, row_info, site

@@ -214,7 +214,7 @@ def wide_round_kernel(
     part_i_ptr, part_f_ptr, miss_ptr, arrive_ptr,
     BLOCK: tl.constexpr, LISTED: tl.constexpr = False, MERGE: tl.constexpr = False,
     NSEG_P2: tl.constexpr = 1, AHEAD: tl.constexpr = 1, PIVOT_ROWS: tl.constexpr = False,
-    FIXED: tl.constexpr = False,
+    FIXED: tl.constexpr = False, ATOMIC: tl.constexpr = False,
 ):
     """One segment's count and mass above each of 16 pivots of its row's interval, and the
     smallest / largest key inside the interval. part_i : (B, S, 32) int32, part_f : (B, S, 16)
@@ -228,24 +228,29 @@ def wide_round_kernel(
     int32, zeroed by the band's search, set back to zero here) merges the partials and narrows
     the interval itself, as :func:`wide_narrow_kernel` would in a launch of its own (the same
     sums in the same order: only who runs it changes). NSEG_P2: the next power of two of S.
-    AHEAD: tiles in flight per program (:func:`tile_ring_next`; no sum depends on it)."""
+    AHEAD: tiles in flight per program (:func:`tile_ring_next`; no sum depends on it).
+    ATOMIC (with FIXED only): the segments' counts, int64 masses and key bounds are added into
+    their row's totals by integer atomics (:func:`_round_accumulate`; part_i : (B, 16) int32,
+    part_f : (B, 18) int64, zero before the first round), not stored per part: integer sums and
+    maxima are the same in any order, so the totals equal the per-part merge, and the scratch
+    no longer grows with the programs per segment."""
     if LISTED:
         n_listed = tl.load(miss_ptr)
         for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
             _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
                        part_f_ptr, arrive_ptr, tl.load(miss_ptr + 1 + i), BLOCK, MERGE,
-                       NSEG_P2, AHEAD, PIVOT_ROWS, FIXED)
+                       NSEG_P2, AHEAD, PIVOT_ROWS, FIXED, ATOMIC)
     else:
         _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr,
                    part_f_ptr, arrive_ptr, tl.program_id(0), BLOCK, MERGE, NSEG_P2, AHEAD,
-                   PIVOT_ROWS, FIXED)
+                   PIVOT_ROWS, FIXED, ATOMIC)
 
 
 @triton.jit
 def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_ptr, part_f_ptr,
                arrive_ptr, row, BLOCK: tl.constexpr, MERGE: tl.constexpr,
                NSEG_P2: tl.constexpr, AHEAD: tl.constexpr, PIVOT_ROWS: tl.constexpr,
-               FIXED: tl.constexpr):
+               FIXED: tl.constexpr, ATOMIC: tl.constexpr):
     """:func:`wide_round_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -304,17 +309,53 @@ def _round_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, fit, part_i_pt
             masses = tl.sum(lane_masses, axis=0)
         key_min = tl.min(lane_key_min, axis=0)
         key_max = tl.max(lane_key_max, axis=0)
-        slot = row64 * nseg + seg
-        lanes = tl.arange(0, WAYS)
-        tl.store(part_i_ptr + slot * PART + lanes, counts)
-        tl.store(part_i_ptr + slot * PART + WAYS, key_min)
-        tl.store(part_i_ptr + slot * PART + WAYS + 1, key_max)
-        tl.store(_masses_ptr(part_f_ptr, FIXED) + slot * WAYS + lanes, masses)
+        if ATOMIC:
+            _round_accumulate(part_i_ptr, part_f_ptr, row64, counts, masses, key_min, key_max)
+        else:
+            slot = row64 * nseg + seg
+            lanes = tl.arange(0, WAYS)
+            tl.store(part_i_ptr + slot * PART + lanes, counts)
+            tl.store(part_i_ptr + slot * PART + WAYS, key_min)
+            tl.store(part_i_ptr + slot * PART + WAYS + 1, key_max)
+            tl.store(_masses_ptr(part_f_ptr, FIXED) + slot * WAYS + lanes, masses)
         if MERGE:
             if arrive_last(arrive_ptr, row64, nseg):
                 tl.store(arrive_ptr + row64, 0)
                 _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
-                            NSEG_P2, FIXED)
+                            NSEG_P2, FIXED, ATOMIC)
+
+
+@triton.jit
+def _round_accumulate(acc_i_ptr, acc_f_ptr, row64, counts, masses, key_min, key_max):
+    """Add one part's 16 counts (int32) and int64 masses into its row's totals, and its
+    smallest / largest key inside the interval as maxima of ``KEY_MAX - key_min`` and
+    ``key_max - KEY_NAN`` (int64, never negative: a zeroed total is the empty part's value)."""
+    lanes = tl.arange(0, WAYS)
+    tl.atomic_add(acc_i_ptr + row64 * WAYS + lanes, counts)
+    acc = acc_f_ptr.to(tl.pointer_type(tl.int64)) + row64 * (WAYS + 2)
+    tl.atomic_add(acc + lanes, masses)
+    bounds = tl.arange(0, 2)
+    zero = bounds.to(tl.int64) * 0
+    tl.atomic_max(acc + WAYS + bounds, tl.where(bounds == 0, zero + KEY_MAX - key_min,
+                                                zero + key_max - KEY_NAN))
+
+
+@triton.jit
+def _round_totals(acc_i_ptr, acc_f_ptr, row64):
+    """A row's totals from :func:`_round_accumulate` (counts, masses, key min, key max), which
+    are then set back to zero for the next round."""
+    lanes = tl.arange(0, WAYS)
+    acc = acc_f_ptr.to(tl.pointer_type(tl.int64)) + row64 * (WAYS + 2)
+    counts = tl.load(acc_i_ptr + row64 * WAYS + lanes)
+    masses = tl.load(acc + lanes)
+    bounds = tl.arange(0, 2)
+    stored = tl.load(acc + WAYS + bounds)
+    key_min = tl.sum(tl.where(bounds == 0, -stored + KEY_MAX, 0), axis=0).to(tl.int32)
+    key_max = tl.sum(tl.where(bounds == 1, stored + KEY_NAN, 0), axis=0).to(tl.int32)
+    tl.store(acc_i_ptr + row64 * WAYS + lanes, counts * 0)
+    tl.store(acc + lanes, masses * 0)
+    tl.store(acc + WAYS + bounds, stored * 0)
+    return counts, masses, key_min, key_max
 
 
 @triton.jit
@@ -322,38 +363,45 @@ def wide_narrow_kernel(
     row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, miss_ptr,
     nseg, fit,
     NSEG_P2: tl.constexpr, LISTED: tl.constexpr = False, FIXED: tl.constexpr = False,
+    ATOMIC: tl.constexpr = False,
 ):
     """Merge the segments' pivot counts in a fixed order and narrow the row's interval
-    (LISTED: grid (G,), the listed rows shared among the programs; else grid (B,))."""
+    (LISTED: grid (G,), the listed rows shared among the programs; else grid (B,)). ATOMIC:
+    read the row's totals instead (:func:`wide_round_kernel`)."""
     if LISTED:
         n_listed = tl.load(miss_ptr)
         for i in range(tl.program_id(0), n_listed, tl.num_programs(0)):
             _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit,
-                        tl.load(miss_ptr + 1 + i), NSEG_P2, FIXED)
+                        tl.load(miss_ptr + 1 + i), NSEG_P2, FIXED, ATOMIC)
     else:
         _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, tl.program_id(0),
-                    NSEG_P2, FIXED)
+                    NSEG_P2, FIXED, ATOMIC)
 
 
 @triton.jit
 def _narrow_row(row_i_ptr, row_f_ptr, part_i_ptr, part_f_ptr, nseg, fit, row,
-                NSEG_P2: tl.constexpr, FIXED: tl.constexpr):
+                NSEG_P2: tl.constexpr, FIXED: tl.constexpr, ATOMIC: tl.constexpr = False):
     """:func:`wide_narrow_kernel`'s work for one row."""
     row64 = (row * 0).to(tl.int64) + row
     info = row_i_ptr + row64 * ROW_I
     mode = tl.load(info)
     lo, hi, cnt_lo, cnt_hi, target, mass_hi = _search_state(row_i_ptr, row_f_ptr, row64, FIXED)
     if _narrowing(row_i_ptr, row64, mode, lo, hi, fit):  # as in wide_round_kernel
-        segs = tl.arange(0, NSEG_P2)
-        ok = segs < nseg
-        lanes = tl.arange(0, WAYS)
-        base = (row64 * nseg + segs) * PART
-        counts = tl.sum(tl.load(part_i_ptr + base[:, None] + lanes[None, :], mask=ok[:, None],
-                                other=0), axis=0)
-        masses = tl.sum(tl.load(_masses_ptr(part_f_ptr, FIXED) + (row64 * nseg + segs)[:, None]
-                                * WAYS + lanes[None, :], mask=ok[:, None], other=0), axis=0)
-        key_min = tl.min(tl.load(part_i_ptr + base + WAYS, mask=ok, other=KEY_MAX), axis=0)
-        key_max = tl.max(tl.load(part_i_ptr + base + WAYS + 1, mask=ok, other=KEY_NAN), axis=0)
+        if ATOMIC:
+            counts, masses, key_min, key_max = _round_totals(part_i_ptr, part_f_ptr, row64)
+        else:
+            segs = tl.arange(0, NSEG_P2)
+            ok = segs < nseg
+            lanes = tl.arange(0, WAYS)
+            base = (row64 * nseg + segs) * PART
+            counts = tl.sum(tl.load(part_i_ptr + base[:, None] + lanes[None, :],
+                                    mask=ok[:, None], other=0), axis=0)
+            masses = tl.sum(tl.load(_masses_ptr(part_f_ptr, FIXED)
+                                    + (row64 * nseg + segs)[:, None] * WAYS + lanes[None, :],
+                                    mask=ok[:, None], other=0), axis=0)
+            key_min = tl.min(tl.load(part_i_ptr + base + WAYS, mask=ok, other=KEY_MAX), axis=0)
+            key_max = tl.max(tl.load(part_i_ptr + base + WAYS + 1, mask=ok, other=KEY_NAN),
+                             axis=0)
         piv = wide_pivots(lo, hi)
         holds = (masses >= target) | (piv == lo)
         new_lo = tl.max(tl.where(holds, piv, lo), axis=0)
