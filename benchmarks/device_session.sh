@@ -1214,13 +1214,24 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
   PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
-if [[ $stage == s48a ]]; then  # (~250 s + start) roundlisted=4x0 (off by default: it doubles the rounds' per-part scratch) against the default on bf16 zipf topp0.99 (not measured in s47a), then the masks' GPU tests at 4x0; the atomic merge (to do) would remove that cost
-  PROF_BATCH="${RS_BATCH:-256,1024}" PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-40}" \
-    prof_tables rb_ topp0.99 zipf default roundlisted=4x0
-  [[ "${TESTS_S:-160}" -gt 0 ]] && QRITA_LAUNCH_TABLE=roundlisted=4x0 timeout "${TESTS_S:-160}" \
+if [[ $stage == s48a ]]; then  # (~420 s + start) the wide rounds' per-row totals by integer atomics (roundatomic=1x0: no scratch per segment and part) alone and with 4 programs per segment at listed batches (roundlisted=4x0, which alone doubles that scratch), on fp16 gaussian topp0.9 and bf16 zipf topp0.99; peak extra memory of fp32 topp0.9 B = 1024 both ways (bench, oracle-checked); the masks' GPU tests with both
+  for dt_case in float16:topp0.9:gaussian bfloat16:topp0.99:zipf; do
+    IFS=: read -r dt scen wl <<< "$dt_case"
+    PROF_BATCH="${RS_BATCH:-256,1024}" PROF_DTYPES=$dt KNOB_S="${PROF_S:-45}" \
+      prof_tables "ra_${dt}_" "$scen" "$wl" default roundatomic=1x0 roundatomic=1x0,roundlisted=4x0 roundlisted=4x0
+  done
+  for table in default roundatomic=1x0,roundlisted=4x0; do
+    QRITA_LAUNCH_TABLE=$([[ $table == default ]] || echo "$table") timeout 60 python3 benchmarks/bench.py \
+      --out "$OUT/mem_$(echo "$table" | tr '=,' '__')" --ops masks --vocab 131072 --dtypes float32 \
+      --batch 1024 --workloads zipf --scenarios topp0.9 --graphs --warmup 5 --rep 20 --check-rows 4 \
+      --peers '' --no-progress > "$OUT/bench_mem_$(echo "$table" | tr '=,' '__').log" 2>&1
+    echo "memory bench '$table' exit $?"; grep -E "^masks" "$OUT/bench_mem_$(echo "$table" | tr '=,' '__').log" | cut -c1-150
+  done
+  [[ "${TESTS_S:-170}" -gt 0 ]] && QRITA_LAUNCH_TABLE=roundatomic=1x0,roundlisted=4x0 timeout "${TESTS_S:-170}" \
     python3 -m pytest -p no:cacheprovider \
     -rf --tb=short -v "tests/test_triton_masks.py::test_gpu_batches_16bit" \
     "tests/test_triton_masks.py::test_gpu_batches[zipf-1024]" \
+    "tests/test_triton_masks.py::test_gpu_batches[gaussian-64]" \
     2>&1 | tee "$OUT/pytest_gpu_s48a.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
 fi
 if [[ $stage == s47a ]]; then  # (~420 s + start) the wide stage's 16-way rounds over more programs per segment at listed batches (roundlisted; fixed-point masses, order-free, so the split may follow B): rows the band misses (fp32 zipf topp0.99: ~85 of 1024, rounds 195 us; fp16 gaussian topp0.9: 36, rounds 295 us); the masks' GPU tests at roundlisted=8x0; then, with PASS_A=1, pass A's warps at B = 1024 (the old s46b)
