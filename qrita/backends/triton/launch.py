@@ -595,9 +595,10 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         round_merge = _table_override("roundmerge", (1, 0))[0] == 1
         # ``roundatomic=1x0``: the rounds' partials go into per-row totals by integer atomics
         # (fixed-point masses only: the same integers in any order, so the same answer), not
-        # into per-part slots: B x nseg x round_split x 64 words of scratch (8 MiB at B = 1024,
-        # V = 131072, two programs per segment; 16 with ``roundlisted=4x0``) become B x 52,
-        # and the narrowing reads 52 words a row instead of nseg x round_split x 48. Opt-in
+        # into per-part slots (nseg x round_split x 64 words a row, of which the band's
+        # compaction needs nseg x 64): B = 1024, V = 131072, fp32 workspace 41.0 -> 37.2 MiB
+        # at two programs per segment, 49.0 -> 37.2 with ``roundlisted=4x0``; and the
+        # narrowing reads 52 words a row instead of nseg x round_split x 48. Opt-in
         # until timed on a GPU (interpreter: ``test_wide_round_atomic_totals_are_the_parts``)
         round_atomic = _table_override("roundatomic", (0, 0))[0] == 1
         # ``ahead=AxW`` / ``aheadsmall=AxW``: tiles in flight per program (1-4) in pass A (A)
