@@ -958,13 +958,13 @@ def _small_batch_hist_config(cfg: PipelineConfig, small_settings: bool = True) -
                    round_split_small=0, wide_small_batch=0, **small)
 
 
-@functools.lru_cache(maxsize=256)
 def round_atomic(cfg: PipelineConfig) -> bool:
     """Whether the wide rounds add their partials into per-row totals by integer atomics
     (``roundatomic``, with the fixed-point masses only: float sums would follow the order)."""
     return cfg.round_atomic and cfg.wide_fixed
 
 
+@functools.lru_cache(maxsize=256)
 def _listed_rounds_config(cfg: PipelineConfig) -> PipelineConfig:
     """``cfg`` with the listed batches' programs per segment in the rounds (``roundlisted``)."""
     return replace(cfg, round_split=cfg.round_split_listed, round_split_listed=0)
