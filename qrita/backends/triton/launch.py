@@ -125,7 +125,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     default on for float32), the keyed band of 16-bit rows (``keyband=0x0``: off), the wide
     stage's programs per segment after the band (``widelist=Gx0``; ``0x0``: one per row), its
     rounds merged by their last program at batches it does not list (``roundmerge=1x0``,
-    default; ``0x0``: narrow launches; also in the interpreter), or the
+    default; ``0x0``: narrow launches; also in the interpreter), their partials added into
+    per-row totals by integer atomics with fixed-point masses (``roundatomic=1x0``; default
+    off; also in the interpreter), or the
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or pass A's S tiles
     a turn in their own load slots (``slots=SxR``, S 2 or 4: top-p calls only up to R rows,
