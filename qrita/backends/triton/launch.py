@@ -126,8 +126,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     stage's programs per segment after the band (``widelist=Gx0``; ``0x0``: one per row), its
     rounds merged by their last program at batches it does not list (``roundmerge=1x0``,
     default; ``0x0``: narrow launches; also in the interpreter), their partials added into
-    per-row totals by integer atomics with fixed-point masses (``roundatomic=1x0``; default
-    off; also in the interpreter), or the
+    per-row totals by integer atomics with fixed-point masses (``roundatomic=1x0``, default;
+    ``0x0``: per-part slots; also in the interpreter), or the
     tiles in flight per program in pass A and the wide stage (``ahead=AxW``, ``aheadsmall=AxW``
     at batches of at most ``SMALL_BATCH_ROWS``; also in the interpreter), or pass A's S tiles
     a turn in their own load slots (``slots=SxR``, S 2 or 4: top-p calls only up to R rows,
@@ -401,7 +401,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         wide_rounds, wide_fit_percent = 4, 50  # as on the GPU
         wide_list = 2  # fewer programs than missed rows: CI runs their loop over the list
         round_merge = _table_override("roundmerge", (1, 0))[0] == 1  # as on the GPU
-        round_atomic = _table_override("roundatomic", (0, 0))[0] == 1  # as on the GPU
+        round_atomic = _table_override("roundatomic", (1, 0))[0] == 1  # as on the GPU
         ahead = _table_override("ahead", (1, 1))  # as on the GPU
         ahead_small = _table_override("aheadsmall", ahead)
         wide_packed = _table_override("widepacked", (1, 0))[0] == 1  # as on the GPU
@@ -600,9 +600,13 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # into per-part slots (nseg x round_split x 64 words a row, of which the band's
         # compaction needs nseg x 64): B = 1024, V = 131072, fp32 workspace 41.0 -> 37.2 MiB
         # at two programs per segment, 49.0 -> 37.2 with ``roundlisted=4x0``; and the
-        # narrowing reads 52 words a row instead of nseg x round_split x 48. Opt-in
-        # until timed on a GPU (interpreter: ``test_wide_round_atomic_totals_are_the_parts``)
-        round_atomic = _table_override("roundatomic", (0, 0))[0] == 1
+        # narrowing reads 52 words a row instead of nseg x round_split x 48. H100 graph us,
+        # per-part -> atomic (BENCHMARKS.md forty-ninth session): fp16 gaussian topp0.9
+        # B = 256 499.8 -> 501.3, B = 1024 1337.6 -> 1344.6; bf16 zipf topp0.99 B = 1024
+        # 877.4 -> 878.6; fp32 zipf topp0.9 B = 1024 1190 -> 1194 with peak extra memory
+        # 41.0 -> 38.0 MiB: level in time, less scratch, hence the default. ``0x0``: per part
+        # (interpreter: ``test_wide_round_atomic_totals_are_the_parts``)
+        round_atomic = _table_override("roundatomic", (1, 0))[0] == 1
         # ``ahead=AxW`` / ``aheadsmall=AxW``: tiles in flight per program (1-4) in pass A (A)
         # and in the wide stage's compaction and rounds (W), at any batch / at batches of at
         # most SMALL_BATCH_ROWS. They change no sum, so they may follow B. Default 1x1 (one
