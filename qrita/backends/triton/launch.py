@@ -143,8 +143,8 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     (``writecut=1x0``, default), or the band kernel's register limit (``bandregs=Rx0``,
     NVIDIA; default 128, ``0x0`` none), or the wide compaction's loop without NaN terms where
     no NaN key is reached (``wideunswitch=1x0``, default) and its band weights by exp2
-    (``wideexp2=1x0``; off), or the wide stage's masses in fixed point (``widefixed=1x0``,
-    default) and, with them, the band from the one-launch count histogram at batches of at
+    (``wideexp2=1x0``; default on NVIDIA with the fixed-point masses), or the wide stage's
+    masses in fixed point (``widefixed=1x0``, default) and, with them, the band from the one-launch count histogram at batches of at
     most B rows (``histsmall=Bx0``; default 64), or ``top_k``'s search writing the selection
     itself, sorted when asked, one launch after pass A instead of three (``selfuse=1xR``, from
     R rows; default 16-bit rows from 256, ``selfuse=0x0`` off), or top-k's slots per row for
@@ -650,25 +650,32 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 292.6), topp0.99 1443.5 -> 1392.7; bf16 topp0.9 B = 1024 995.7 -> 923.4 (486.1 ->
         # 412.6), B = 64 158.1 -> 151.2; B = 1 level: on (``wideunswitch=0x0`` turns it off)
         wide_unswitch = _table_override("wideunswitch", (1, 0))[0] == 1
-        # ``wideexp2=1x0``: with ``widelean``, the band compaction's (and the keyed count's)
-        # weights as exp2((x - max) log2 e), exp's own computation without its fix-up for
-        # results below 2^-126 (those weigh 0 instead of a subnormal): with ``wideunswitch``
-        # 172 -> 160 (fp32), 241 -> 221 (keyed). Off until timed
-        wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1
         # ``widefixed=1x0``: every mass of the wide top-p stage (the band's, the rounds', the
         # search's and its fallback's) an int64 sum of fixed-point weights trunc(w * 2^40)
         # (``primitives.fixed_weight``): exact in any order, so no answer depends on where the
         # band lies, how a row is split into segments, programs or lanes, or the batch; the
         # band's placement and the stage's splits may then follow B. sm90 SASS as launched
         # (``benchmarks/sass_loops.py``), the band compaction's loop, fp32 128 x 1 FLAT,
-        # instructions per tile: 200 -> 223, with ``wideunswitch`` 172 -> 197 (``wideexp2`` is
-        # not used with it: every weight of the stage computed alike). V <= 2^23 (the sums'
-        # int64 range). H100 (thirty-seventh session), fp32 zipf graph us, the default against
+        # instructions per tile: 200 -> 223, with ``wideunswitch`` 172 -> 197 (``wideexp2``
+        # with it: below). V <= 2^23 (the sums' int64 range). H100 (thirty-seventh session), fp32 zipf graph us, the default against
         # ``widefixed,histsmall=64`` (the fixed-point masses are what let the band follow B):
         # topp0.9 B = 1 138.4 -> 100.0, B = 64 197.2 -> 173.7, B = 1024 1209.6 -> 1275.9
         # (search 77.9 -> 111.6, compaction 310.9 -> 337.1); topp0.99 B = 1 164.2 -> 103.8,
         # B = 64 261.3 -> 181.9, B = 1024 1375.7 -> 1460.1: on (``widefixed=0x0`` turns it off)
         wide_fixed = _table_override("widefixed", (1, 0))[0] == 1
+        # ``wideexp2=1x0``: with ``widelean``, the band compaction's (and the keyed count's)
+        # weights as exp2((x - max) log2 e), exp's own computation on NVIDIA (ex2 of the same
+        # product) without its fix-up for results below 2^-126, which weigh 0 instead of a
+        # subnormal: with ``wideunswitch`` 172 -> 160 (fp32), 241 -> 221 (keyed). With the
+        # fixed-point masses that changes no weight: trunc(w * 2^40) is 0 for every w below
+        # 2^-40, so the band's masses are bit for bit those of exp wherever the rest of the
+        # stage sums them (``test_gpu_wide_exp2_fixed_masses_are_exp_s``). sm90 SASS, triton
+        # 3.9, fixed masses (``sass_loops.py --kernel compact``): fp32 128 x 1 FLAT paired,
+        # 377 -> 353 instructions per turn; bf16's keyed count, 1024 x 1, 1371 -> 1285.
+        # Default on with the fixed-point masses on NVIDIA; off on ROCm, whose exp is not
+        # known to be that exp2, and in the interpreter (NumPy's exp and exp2 round apart)
+        wide_exp2 = _table_override(
+            "wideexp2", (1 if wide_fixed and torch.version.hip is None else 0, 0))[0] == 1
         # ``histsmall=Bx0`` (with ``widefixed``, whose answers do not depend on the band):
         # batches of at most B rows place the band from the count histogram in one launch
         # (``histone``; 512 bins unless ``histband`` sets them), larger ones from the sample.
