@@ -1,0 +1,152 @@
+"""Where the wide band's per-segment pass spends its time on a GPU: a probe, not the library.
+
+The band compaction (float32) and the keyed count (16-bit rows) read every entry of a row once
+more after pass A. On the H100 they run far below the copy bandwidth (B = 1024, V = 131072,
+zipf topp0.9: fp32 compaction 285 µs for 512 MiB, bf16 keyed count 382 µs for 256 MiB), and 6%
+fewer instructions did not change their time (BENCHMARKS.md forty-ninth session). This probe
+runs one simplified kernel over the same grid (B x 16 segments of 8192 entries, one program
+each) with its work added step by step, so each step's cost shows:
+
+- ``read``: the loads and a float sum per lane (the floor of this grid and tile);
+- ``mass``: + the band / above tests, exp, the fixed-point weight and its int64 sum above;
+- ``hist``: + the band's 64-bin value histogram, masked (the keyed count's form);
+- ``histdummy``: the histogram unmasked, out-of-band entries counted in a 65th..128th bin;
+- ``histonly``: the masked histogram without the mass;
+- ``count``: the tests and the count above, no exp, no histogram.
+
+The band is placed on each row's true top-p 0.9 boundary (64 values from 32 below it), as the
+library's band lands. Prints µs (do_bench median) and GB/s per (step, tile, warps)::
+
+    python benchmarks/keyed_probe.py --dtype bfloat16 --batch 1024
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from qrita.testing import generators  # noqa: E402
+
+STEPS = {"read": 0, "mass": 1, "hist": 2, "histdummy": 3, "histonly": 4, "count": 5}
+
+
+@triton.jit
+def probe_kernel(x_ptr, first_ptr, row_max_ptr, V, seg_len, out_i_ptr, out_f_ptr,
+                 BLOCK: tl.constexpr, STEP: tl.constexpr, KEY_SHIFT: tl.constexpr):
+    row = tl.program_id(0)
+    seg = tl.program_id(1)
+    nseg = tl.num_programs(1)
+    row64 = row.to(tl.int64)
+    row_x = x_ptr + row64 * V
+    first_value = tl.load(first_ptr + row)  # the band's first value index (key >> KEY_SHIFT)
+    row_max = tl.load(row_max_ptr + row)
+    first_key = (first_value << KEY_SHIFT).to(tl.int32)
+    after_key = ((first_value + 64) << KEY_SHIFT).to(tl.int32)
+    # the keys' float values (order key -> bits -> float)
+    fb = tl.where(first_key >= 0, first_key, first_key ^ 0x7FFFFFFF)
+    ab = tl.where(after_key >= 0, after_key, after_key ^ 0x7FFFFFFF)
+    first_f = fb.to(tl.float32, bitcast=True)
+    after_f = ab.to(tl.float32, bitcast=True)
+    lanes = tl.arange(0, BLOCK)
+    start = seg * seg_len
+    lane_sum = tl.zeros([BLOCK], tl.float32)
+    lane_above = tl.zeros([BLOCK], tl.int32)
+    lane_mass = tl.zeros([BLOCK], tl.int64)
+    counts = tl.zeros([64], tl.int32)
+    counts2 = tl.zeros([128], tl.int32)
+    for off in range(0, seg_len, BLOCK):
+        offs = start + off + lanes
+        x = tl.load(row_x + offs, mask=offs < V, other=float("nan")).to(tl.float32)
+        if STEP == 0:
+            lane_sum += x
+        else:
+            inside = (x >= first_f) & (x < after_f)
+            above = x >= after_f
+            lane_above += above.to(tl.int32)
+            if (STEP == 1) | (STEP == 2) | (STEP == 3):
+                w = tl.exp(x - row_max)
+                lane_mass += tl.where(above, (w * 1099511627776.0).to(tl.int64), 0)
+            if (STEP == 2) | (STEP == 4) | (STEP == 3):
+                bits = tl.where(x == 0.0, 0.0, x).to(tl.int32, bitcast=True)
+                key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+                vidx = (key >> KEY_SHIFT) - first_value
+                if STEP == 3:
+                    counts2 += tl.histogram(tl.where(inside, vidx, 64 + (lanes & 63)), 128)
+                else:
+                    counts += tl.histogram(vidx, 64, mask=inside)
+    slot = row64 * nseg + seg
+    tl.store(out_f_ptr + slot, tl.sum(lane_sum, axis=0))
+    tl.store(out_i_ptr + slot * 4 + 0, tl.sum(lane_above, axis=0).to(tl.int64))
+    tl.store(out_i_ptr + slot * 4 + 1, tl.sum(lane_mass, axis=0))
+    tl.store(out_i_ptr + slot * 4 + 2, tl.sum(counts, axis=0).to(tl.int64))
+    tl.store(out_i_ptr + slot * 4 + 3, tl.sum(counts2, axis=0).to(tl.int64))
+
+
+def band_starts(x: torch.Tensor, p: float, key_shift: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row: the value index (key >> key_shift) 32 below the top-p boundary, and the max."""
+    xf = x.float()
+    row_max = xf.max(dim=1).values
+    vals, _ = torch.sort(xf, dim=1, descending=True)
+    probs = torch.softmax(vals, dim=1)
+    cum = torch.cumsum(probs, dim=1)
+    t_idx = torch.searchsorted(cum, torch.full((x.shape[0], 1), p, device=x.device)).clamp(
+        max=x.shape[1] - 1)
+    t = torch.gather(vals, 1, t_idx).squeeze(1)
+    bits = t.view(torch.int32)
+    key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+    return ((key >> key_shift) - 32).to(torch.int32), row_max.contiguous()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--vocab", type=int, default=131072)
+    ap.add_argument("--steps", default="read,count,mass,histonly,hist,histdummy")
+    ap.add_argument("--configs", default="1024x1,256x1,1024x4,512x2",
+                    help="TILExWARPS,...")
+    ap.add_argument("--device", default="cuda", help="cpu: a smoke run under TRITON_INTERPRET=1")
+    args = ap.parse_args()
+    dtype = getattr(torch, args.dtype)
+    key_shift = {torch.bfloat16: 16, torch.float16: 13}.get(dtype, 0)
+    B, V = args.batch, args.vocab
+    seg_len = min(8192, triton.next_power_of_2(V))
+    nseg = -(-V // seg_len)
+    rng = np.random.default_rng(5)
+    x = torch.from_numpy(generators.zipf_logits(B, V, 1.1, rng)).to(args.device, dtype)
+    first, row_max = band_starts(x, 0.9, key_shift)
+    out_i = torch.zeros(B * nseg * 4, dtype=torch.int64, device=args.device)
+    out_f = torch.zeros(B * nseg, dtype=torch.float32, device=args.device)
+    nbytes = x.numel() * x.element_size()
+    gpu = args.device != "cpu"
+    print(f"{torch.cuda.get_device_name() if gpu else 'cpu'} torch {torch.__version__} triton {triton.__version__}"
+          f" {args.dtype} B={B} V={V} ({nbytes / 2**20:.0f} MiB)")
+    for cfg in args.configs.split(","):
+        block, warps = (int(v) for v in cfg.split("x"))
+        for step in args.steps.split(","):
+            def run(step=step, block=block, warps=warps):
+                probe_kernel[(B, nseg)](x, first, row_max, V, seg_len, out_i, out_f,
+                                        BLOCK=block, STEP=STEPS[step], KEY_SHIFT=key_shift,
+                                        num_warps=warps)
+            run()
+            if not gpu:
+                print(f"{cfg:>8} {step:>10} ran: {out_i.view(B * nseg, 4).sum(0).tolist()}")
+                continue
+            torch.cuda.synchronize()
+            us = triton.testing.do_bench(run, warmup=10, rep=50, return_mode="median") * 1e3
+            inside = int(out_i.view(B * nseg, 4)[:, 2].sum()) if step in ("hist",
+                                                                          "histonly") else -1
+            print(f"{cfg:>8} {step:>10} {us:8.1f} us {nbytes / us / 1e3:7.0f} GB/s"
+                  + (f"  band entries/row {inside / B:.0f}" if inside >= 0 else ""), flush=True)
+
+
+if __name__ == "__main__":
+    main()
