@@ -1214,20 +1214,16 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
   PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
-if [[ $stage == s49a ]]; then  # (~330 s + start) the wide band's weights by exp2 with the fixed-point masses (now the NVIDIA default) against exp (wideexp2=0x0): fp32 zipf topp0.9 / topp0.99 and gaussian topp0.99, bf16 zipf topp0.9, at B = 256 / 1024; then (TESTS_S) its GPU bit-for-bit test
+if [[ $stage == s49a ]]; then  # (~330 s + start) meant to time the wide band's weights by exp2 against exp (wideexp2=0x0): fp32 zipf topp0.9 / topp0.99 and gaussian topp0.99, bf16 zipf topp0.9, at B = 256 / 1024. Void as run: the plan leaves EXP2 out with the fixed-point masses (the default), so both ran the same kernels (BENCHMARKS.md forty-ninth session)
   PROF_BATCH="${RS_BATCH:-256,1024}" PROF_DTYPES=float32 KNOB_S="${PROF_S:-50}" \
     prof_tables e2_ topp0.9,topp0.99 zipf default wideexp2=0x0
   PROF_BATCH=1024 PROF_DTYPES=float32 KNOB_S="${PROF_S:-50}" \
     prof_tables e2g_ topp0.99 gaussian default wideexp2=0x0
   PROF_BATCH="${RS_BATCH:-256,1024}" PROF_DTYPES=bfloat16 KNOB_S="${PROF_S:-50}" \
     prof_tables e2b_ topp0.9 zipf default wideexp2=0x0
-  [[ "${TESTS_S:-0}" -gt 0 ]] && timeout "${TESTS_S}" python3 -m pytest -p no:cacheprovider \
-    -rf --tb=short -v "tests/test_triton_masks.py::test_gpu_wide_exp2_fixed_masses_are_exp_s" \
-    2>&1 | tee "$OUT/pytest_gpu_s49a.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
 fi
-if [[ $stage == s49b ]]; then  # (~250 s) the masks' GPU tests at the defaults (wideexp2 on): batches, 16-bit, determinism and batch invariance, graphs, exp2's bit-for-bit test
+if [[ $stage == s49b ]]; then  # (~250 s) the masks' GPU tests at the defaults: batches, 16-bit, determinism and batch invariance, graphs
   timeout "${TESTS_S:-400}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \
-    "tests/test_triton_masks.py::test_gpu_wide_exp2_fixed_masses_are_exp_s" \
     "tests/test_triton_masks.py::test_gpu_batches[zipf-1024]" \
     "tests/test_triton_masks.py::test_gpu_batches[gaussian-1024]" \
     "tests/test_triton_masks.py::test_gpu_batches[gaussian-64]" \

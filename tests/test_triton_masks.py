@@ -1620,51 +1620,6 @@ def test_gpu_batches_16bit(B, dtype):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("B", [16, 1024])
-def test_gpu_wide_exp2_fixed_masses_are_exp_s(monkeypatch, B, dtype):
-    """On NVIDIA the wide band's weights by exp2 (``wide_exp2``, the launch table's ``wideexp2``)
-    with the fixed-point masses are exp's own weights wherever the fixed-point sums can tell:
-    masks and every row's boundary statistics bit for bit equal to exp's, on rows whose weights
-    reach far below 2^-126 (Gaussian rows x 40), with -inf and NaN entries, at the histogram
-    band's batch (16) and the sampled band's (1024), and the oracle's masks."""
-    from dataclasses import replace
-
-    from qrita.backends.triton import launch as launch_module
-
-    V = 131072
-    if torch.version.hip is not None:
-        pytest.skip("exp2 is exp's own computation on NVIDIA only")
-    assert launch_module.pipeline_config(V, getattr(torch, dtype)).wide_fixed
-    rng = np.random.default_rng(B + 71)
-    quarter = B // 4
-    x = np.concatenate([generators.zipf_logits(B - 3 * quarter, V, 1.1, rng),
-                        generators.gaussian_logits(quarter, V, 2.0, rng),
-                        40.0 * generators.gaussian_logits(quarter, V, 1.0, rng),
-                        generators.zipf_logits(quarter, V, 1.1, rng)])
-    edge = slice(B - quarter, B)
-    x[edge, rng.integers(0, V, size=64)] = -np.inf
-    x[edge, rng.integers(0, V, size=8)] = np.nan
-    xt = _to_device(x, dtype)
-    x_host = _host(xt)
-    rows = np.sort(rng.choice(B, size=min(B, 32), replace=False))
-    table = launch_module.pipeline_config
-    for p in (0.9, 0.99):
-        answers = []
-        for exp2 in (True, False):
-            monkeypatch.setattr(launch_module, "pipeline_config",
-                                lambda V, dtype, e=exp2: replace(table(V, dtype), wide_exp2=e))
-            stats = torch.zeros((B, ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
-            out = _host(ops.top_k_top_p_mask(xt, None, p, stats=stats))
-            answers.append((out, _host(stats)))
-        (mask1, stats1), (mask0, stats0) = answers
-        np.testing.assert_array_equal(mask1.view(np.uint8), mask0.view(np.uint8), err_msg=str(p))
-        np.testing.assert_array_equal(stats1, stats0, err_msg=str(p))
-        assert (stats0[:, 13] == 1).any()  # the band finished rows
-        compare.assert_mask_matches(mask1[rows], x_host[rows], None, p)
-
-
-@pytest.mark.gpu
 def test_gpu_top_k_retry_rows_exact():
     """At real shapes, the top-k rows that take the retry (pass A again at a second cutoff) end on
     the candidate path and match the oracle, as masks (top-k, top-k then top-p) and as top_k;

@@ -143,13 +143,13 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     (``writecut=1x0``, default), or the band kernel's register limit (``bandregs=Rx0``,
     NVIDIA; default 128, ``0x0`` none), or the wide compaction's loop without NaN terms where
     no NaN key is reached (``wideunswitch=1x0``, default) and its band weights by exp2
-    (``wideexp2=1x0``; off), or the wide stage's
-    masses in fixed point (``widefixed=1x0``, default) and, with them, the band from the one-launch count histogram at batches of at
-    most B rows (``histsmall=Bx0``; default 64), or ``top_k``'s search writing the selection
-    itself, sorted when asked, one launch after pass A instead of three (``selfuse=1xR``, from
-    R rows; default 16-bit rows from 256, ``selfuse=0x0`` off), or top-k's slots per row for
-    large k (``capk=Sx0``; default 8192, ``0x0`` off), or the selection write's tile
-    (``selblock=Nx0``; off: the streaming tile)."""
+    (``wideexp2=1x0``; off, float masses only), or the wide stage's masses in fixed point
+    (``widefixed=1x0``, default) and, with them, the band from the one-launch count histogram
+    at batches of at most B rows (``histsmall=Bx0``; default 64), or ``top_k``'s search
+    writing the selection itself, sorted when asked, one launch after pass A instead of three
+    (``selfuse=1xR``, from R rows; default 16-bit rows from 256, ``selfuse=0x0`` off), or
+    top-k's slots per row for large k (``capk=Sx0``; default 8192, ``0x0`` off), or the
+    selection write's tile (``selblock=Nx0``; off: the streaming tile)."""
     for item in os.environ.get("QRITA_LAUNCH_TABLE", "").split(","):
         key, _, value = item.partition("=")
         if key.strip() == name and "x" in value:
@@ -656,29 +656,22 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # band lies, how a row is split into segments, programs or lanes, or the batch; the
         # band's placement and the stage's splits may then follow B. sm90 SASS as launched
         # (``benchmarks/sass_loops.py``), the band compaction's loop, fp32 128 x 1 FLAT,
-        # instructions per tile: 200 -> 223, with ``wideunswitch`` 172 -> 197 (``wideexp2``
-        # with it: below). V <= 2^23 (the sums' int64 range). H100 (thirty-seventh session), fp32 zipf graph us, the default against
+        # instructions per tile: 200 -> 223, with ``wideunswitch`` 172 -> 197 (``wideexp2`` is
+        # not used with it: every weight of the stage computed alike). V <= 2^23 (the sums'
+        # int64 range). H100 (thirty-seventh session), fp32 zipf graph us, the default against
         # ``widefixed,histsmall=64`` (the fixed-point masses are what let the band follow B):
         # topp0.9 B = 1 138.4 -> 100.0, B = 64 197.2 -> 173.7, B = 1024 1209.6 -> 1275.9
         # (search 77.9 -> 111.6, compaction 310.9 -> 337.1); topp0.99 B = 1 164.2 -> 103.8,
         # B = 64 261.3 -> 181.9, B = 1024 1375.7 -> 1460.1: on (``widefixed=0x0`` turns it off)
         wide_fixed = _table_override("widefixed", (1, 0))[0] == 1
         # ``wideexp2=1x0``: with ``widelean``, the band compaction's (and the keyed count's)
-        # weights as exp2((x - max) log2 e), exp's own computation on NVIDIA (ex2 of the same
-        # product) without its fix-up for results below 2^-126, which weigh 0 instead of a
-        # subnormal: with ``wideunswitch`` 172 -> 160 (fp32), 241 -> 221 (keyed). With the
-        # fixed-point masses that changes no weight: trunc(w * 2^40) is 0 for every w below
-        # 2^-40, so the band's masses are bit for bit those of exp wherever the rest of the
-        # stage sums them (``test_gpu_wide_exp2_fixed_masses_are_exp_s``). sm90 SASS, triton
-        # 3.9, fixed masses (``sass_loops.py --kernel compact``): fp32 128 x 1 FLAT paired,
-        # 377 -> 353 instructions per turn; bf16's keyed count, 1024 x 1, 1371 -> 1285.
-        # H100 (forty-ninth session, BENCHMARKS.md), graph us, exp -> exp2 with the fixed
-        # masses: fp32 zipf topp0.9 B = 1024 1199.2 -> 1198.6 (compaction 285.2 -> 284.9),
-        # topp0.99 1364.3 -> 1365.7; gaussian topp0.99 1257.6 both; bf16 zipf topp0.9
-        # B = 1024 878.1 -> 877.6 (383.8 -> 382.3): 6% fewer instructions, no time, so the
-        # compaction is not bound by its instructions on the H100. Bit for bit exp's answers
-        # there (the GPU test, 4 passed). Off: on ROCm exp is not known to be that exp2, and
-        # in the interpreter NumPy's exp and exp2 round apart
+        # weights as exp2((x - max) log2 e), exp's own computation without its fix-up for
+        # results below 2^-126 (those weigh 0 instead of a subnormal): with ``wideunswitch``
+        # 172 -> 160 (fp32), 241 -> 221 (keyed). Float masses only (the plan leaves it out
+        # with ``widefixed``, the default), so it does nothing at the defaults. (The forty-
+        # ninth session's A/B of it ran the same kernels both ways for that reason; what the
+        # band's second pass spends on its weights, ``benchmarks/keyed_probe.py``: fp32
+        # 185.5 -> 200.6 us at B = 1024, bf16 100.3 -> 129.2, H100.) Off
         wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1
         # ``histsmall=Bx0`` (with ``widefixed``, whose answers do not depend on the band):
         # batches of at most B rows place the band from the count histogram in one launch
