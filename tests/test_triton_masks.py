@@ -335,6 +335,45 @@ def test_top_p_band_hits_and_misses_are_exact(monkeypatch):
     assert not hits[2].any() and not hits[3].any(), "tied rows overflow the band: rounds"
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_narrow_keyed_band_gives_the_same_answers(monkeypatch, dtype):
+    """``keynarrow=8x0`` (``key_narrow``): a 16-bit row's keyed band of at most 8 values is
+    widened to 8 values (not 64) and counted without a histogram; every row's mask is the
+    oracle's and its mode, boundary key and tie budget are those of the 64-value band; rows
+    with NaN, +inf and -inf, heavy ties, at both placements (sample and histogram). Some rows
+    finish on a band of at most 8 values."""
+    from dataclasses import replace
+
+    from qrita.backends.triton import launch as launch_module
+
+    table = _small_slots_table()
+    settings = {}
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), **settings))
+    rng = np.random.default_rng(61)
+    V = 1000
+    x = np.concatenate([_wide_edge_rows(rng, V, grammar_fracs=(0.5,)),
+                        generators.quantised(generators.zipf_logits(2, V, 1.1, rng), 0.25)])
+    shift = {"bfloat16": 16, "float16": 13}[dtype]
+    narrow_finished = 0
+    for hist_batch in (0, 64):
+        for p in (0.9, 0.99):
+            answers = []
+            for narrow in (0, 8):
+                settings.update(key_narrow=narrow, hist_small_batch=hist_batch)
+                stats = torch.zeros((x.shape[0], ops.STATS_WIDTH), dtype=torch.int32,
+                                    device=DEVICE)
+                run_and_check(x, dtype, None, p, stats=stats)
+                answers.append(stats.cpu().numpy())
+            wide_rows, narrow_stats = answers[0][:, 0] == 4, answers[1]
+            np.testing.assert_array_equal(answers[1][:, :3], answers[0][:, :3], err_msg=str(p))
+            band_lo = narrow_stats[:, 5].astype(np.int64)  # lo + 1
+            band_hi = narrow_stats[:, 6].astype(np.int64)
+            span = (band_hi >> shift) - (band_lo >> shift)
+            narrow_finished += int((wide_rows & (narrow_stats[:, 13] == 1) & (span < 8)).sum())
+    assert narrow_finished >= 4, narrow_finished
+
+
 @pytest.mark.parametrize("hist_bins", [0, 256])
 def test_top_p_near_one_band_at_the_bottom_is_exact(monkeypatch, hist_bins):
     """p a rounding error below 1: the band's masses, summed in another order than the row's

@@ -159,10 +159,10 @@ def _lean_inputs(x: np.ndarray, dtype: str, rng: np.random.Generator, key_shift:
 
 
 def _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg, *, band, lean,
-                    key_shift, flat, block, unswitch=False, exp2=False, fixed=False):
+                    key_shift, flat, block, unswitch=False, exp2=False, fixed=False, narrow=0):
     """``wide_compact_kernel`` on the rows' intervals (the band when ``band``); its outputs on
     the host. ``fixed``: the masses as int64 fixed-point sums, ``part_f`` then (B, S, 16)
-    int64."""
+    int64. ``narrow``: the keyed count's NARROW."""
     B = x_dev.shape[0]
     cap_seg, nseg_p2 = 512, 4
     row_i = torch.zeros((B, wide.ROW_I.value), dtype=torch.int32, device=DEVICE)
@@ -188,7 +188,7 @@ def _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg, *, ba
         out["seg_i"], out["part_i"], out["part_f"], miss, BLOCK=block, CAP_SEG=cap_seg,
         NSEG_P2=nseg_p2, SPARSE=4, BAND=band, FLAT=flat, KEY_SHIFT=key_shift if band else 0,
         LISTED=not band, AHEAD=1, LEAN=lean, UNSWITCH=unswitch, EXP2=exp2, FIXED=fixed,
-        num_warps=1)
+        NARROW=narrow, num_warps=1)
     if fixed:
         out["part_f"] = out["part_f"].view(torch.int64)
     return {name: t.cpu().numpy() for name, t in out.items()}
@@ -221,6 +221,71 @@ def test_lean_compaction_is_the_key_compaction(dtype, band, flat):
                                       got[False][name].view(np.int32), err_msg=name)
     counts = got[False]["seg_i"][:, :, 0].sum(axis=1)
     assert (counts > 0).sum() >= B // 2  # most intervals hold entries
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_narrow_keyed_count_is_the_histogram_s(dtype):
+    """The keyed count with NARROW (the launch table's ``keynarrow``): a band of at most NARROW
+    values, in a row without +inf, is counted by a compare and a sum per value and tile instead
+    of ``tl.histogram``; its counts per value, count and fixed-point mass above the band and
+    entry counts are the histogram's, bit for bit. Bands of more values and the +inf row keep
+    the histogram (the same outputs too). Rows with ties, +-0, -inf and NaN."""
+    rng = np.random.default_rng(43)
+    B, V, seg_len, block = 16, 1000, 256, 32
+    nseg = -(-V // seg_len)
+    key_shift = SHIFTS[dtype]
+    x_dev, intervals, row_max, inf_mode = _lean_inputs(_lean_rows(dtype, rng, B, V), dtype,
+                                                       rng, key_shift)
+    # and bands of four adjacent values around one of the row's own (rounded) entries
+    x_held = x_dev.float().cpu().numpy()
+
+    def value_key(index: int) -> int:
+        return (index << key_shift) | ((1 << key_shift) - 1 if index < 0 else 0)
+
+    for b in range(6, B - 1, 3):
+        held = x_held[b][np.isfinite(x_held[b])]
+        index = int(order_key_host(held[rng.integers(held.size)]).astype(np.int64)) >> key_shift
+        intervals[b] = (value_key(index - 2) - 1, value_key(index + 1))
+    got = {narrow: _run_compaction(x_dev, intervals, row_max, inf_mode, V, seg_len, nseg,
+                                   band=True, lean=True, key_shift=key_shift, flat=False,
+                                   block=block, unswitch=True, fixed=True, narrow=narrow)
+           for narrow in (0, 8)}
+    for name in got[0]:
+        np.testing.assert_array_equal(got[8][name].view(np.int32), got[0][name].view(np.int32),
+                                      err_msg=name)
+    # rows the narrow count took: keyed bands (above NaN's key) of at most 8 values, no +inf,
+    # with entries counted
+    first = (intervals[:, 0] + 1) >> key_shift
+    spans = (intervals[:, 1] >> key_shift) - first
+    narrow_rows = ((spans < 8) & (intervals[:, 1] > intervals[:, 0]) & ~inf_mode
+                   & (intervals[:, 0] >= KEY_FLOOR - 1))
+    counted = got[8]["part_i"][:, :, :64].sum(axis=(1, 2))
+    assert (narrow_rows & (counted > 0)).sum() >= 5, (spans, counted)
+    # the fields' limit: segments of 15 tiles whose lanes meet one value in every tile (all-equal
+    # rows, the value the band's 8th and its 1st), and a row of two values whose band spans
+    # more than 8 values
+    rows = np.full((3, V), 1.5, dtype=np.float32)
+    rows[1, 1::2] = -0.75
+    rows[2] = -1.0
+    x_dev = torch.tensor(rows, device=DEVICE).to(getattr(torch, dtype))
+    value = int(order_key_host(np.float32(1.5))) >> key_shift
+    bands = np.array([(value_key(value - 7) - 1, value_key(value)),
+                      (value_key(value - 3) - 1, value_key(value + 4))] * 2, dtype=np.int64)[:3]
+    bands[1] = (value_key(int(order_key_host(np.float32(-0.75))) >> key_shift) - 1,
+                value_key(value))  # (spans more than 8 values: the histogram's)
+    bands[2] = (value_key(int(order_key_host(np.float32(-1.0))) >> key_shift) - 1,
+                value_key((int(order_key_host(np.float32(-1.0))) >> key_shift) + 7))
+    seg_len = 15 * block
+    got = {narrow: _run_compaction(x_dev, bands, rows.max(axis=1), np.zeros(3, bool), V,
+                                   seg_len, -(-V // seg_len), band=True, lean=True,
+                                   key_shift=key_shift, flat=False, block=block, unswitch=True,
+                                   fixed=True, narrow=narrow)
+           for narrow in (0, 8)}
+    for name in got[0]:
+        np.testing.assert_array_equal(got[8][name].view(np.int32), got[0][name].view(np.int32),
+                                      err_msg=name)
+    counts = got[8]["part_i"][:, :, :64].sum(axis=1)
+    assert counts[0, 7] == V and counts[2, 0] == V, counts
 
 
 @pytest.mark.parametrize("dtype,band,flat", [("float32", True, True), ("bfloat16", True, False)])

@@ -256,6 +256,9 @@ class PipelineConfig:
     # ``wide.KEY_BINS`` values: the low bits its float32 keys share (16 for bfloat16, 13 for
     # float16; 0: off, always for float32)
     key_shift: int = 0
+    # a keyed band of at most this many values (<= 8) is widened to that many only and counted
+    # in 4-bit fields per lane instead of a histogram (``keynarrow``; 0: off)
+    key_narrow: int = 0
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
     wide_rounds: int = 4  # the 16-way rounds' launches (rows the band missed)
@@ -863,6 +866,16 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     seg_len = min(seg_len, -(-vocab // block) * block)
     nseg = -(-vocab // seg_len)
     nseg_p2 = next_pow2(nseg)
+    # ``keynarrow=Nx0``: a keyed band that spans at most N values (N <= 8) is widened to N
+    # values, not to the histogram's 64, and counted in 4-bit fields per lane
+    # (``wide._count_values_loop`` NARROW; only where a segment has at most 15 of the count's
+    # tiles, so that no field can overflow: ``_plan``), no ``tl.histogram``: the histogram is most of the keyed count's time whatever
+    # the band holds (H100, ``benchmarks/keyed_probe.py``, bf16 B = 1024, 1024 x 1: read
+    # 100.3 us, + weights 129.2, + histogram 409.8). A bf16 zipf row's band spans at most 8
+    # values before it is widened (``band_sim.py --key-bins 8``: T inside in 48 of 48 rows at
+    # p = 0.9 and 0.99); Gaussian rows span ~21-39 and keep the histogram. Off until timed
+    # (also in the interpreter; its tests set it)
+    key_narrow = min(_table_override("keynarrow", (0, 0))[0], 8) if key_shift else 0
     # the top-k retry (two launches more, whose programs exit unless their row retries; their
     # cost was not measured apart) where a row's cutoff can fall short:
     # k >= 256 on a GPU (large k: the sample's rank is near the slots' limit); every k > 4 in
@@ -897,7 +910,7 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
                           hist_one_launch=hist_one_launch,
                           hist_split=hist_split if hist_split > 1 and seg_len % hist_split == 0
                           else 1,
-                          wide_flat=wide_flat, key_shift=key_shift,
+                          wide_flat=wide_flat, key_shift=key_shift, key_narrow=key_narrow,
                           band_percent=band_percent,
                           wide_rounds=wide_rounds, wide_fit=wide_fit, wide_list=wide_list,
                           round_merge=round_merge, round_atomic=round_atomic,
@@ -1100,6 +1113,9 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                        FIXED=cfg.wide_fixed,
                                        PAIRED=cfg.wide_paired
                                        and cfg.seg_len % (2 * block_c) == 0,
+                                       # (4-bit fields: at most 15 tiles a segment)
+                                       NARROW=cfg.key_narrow if key_shift
+                                       and -(-cfg.seg_len // block_c) <= 15 else 0,
                                        num_warps=warps_c,
                                        **({"maxnreg": cfg.regs_compact}
                                           if band and cfg.regs_compact else {}))
@@ -1109,7 +1125,7 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
                                       **({"maxnreg": cfg.regs_wide_search}
                                          if band and cfg.regs_wide_search else {}))
     plan["band"] = dict(SAMPLE=cfg.band_sample, KEY_SHIFT=cfg.key_shift,
-                        num_warps=cfg.warps_band,
+                        NARROW=cfg.key_narrow, num_warps=cfg.warps_band,
                         **({"maxnreg": cfg.regs_band} if cfg.regs_band else {}))
     if cfg.hist_bins:
         plan["hist_count"] = dict(NB=cfg.hist_bins,

@@ -141,13 +141,16 @@ def value_key(value_index, KEY_SHIFT: tl.constexpr):
 
 
 @triton.jit
-def widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT: tl.constexpr):
+def widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT: tl.constexpr,
+                    NARROW: tl.constexpr = 0):
     """A keyed band (:func:`keyed_band`) widened evenly to KEY_BINS values, inside the interval
     (lo, hi] pass A proved (the side that reaches its end gives its share to the other): its
-    counts are exact per value, so a wider band costs nothing and misses T less. Both are cut
-    to the keys a row can hold first: none above the row's max, none but NaN's below -inf's.
-    A band open below takes the KEY_BINS values from its top down. Any other band (more values
-    than KEY_BINS between two sampled keys) is returned as it is."""
+    counts are exact per value, so a wider band misses T less. Both are cut to the keys a row
+    can hold first: none above the row's max, none but NaN's below -inf's. A band open below
+    takes the KEY_BINS values from its top down. Any other band (more values than KEY_BINS
+    between two sampled keys) is returned as it is. NARROW > 0: a band of at most NARROW
+    values is widened to NARROW values only, which :func:`_count_band_values` counts without a
+    histogram (the histogram, not the band's width, is what the count costs)."""
     top_key = tl.max(order_key(tl.full([1], 0.0, tl.float32) + row_max), axis=0).to(tl.int64)
     top_key = tl.where(inf_mode, KEY_MAX, top_key)
     hi = tl.minimum(hi, top_key)
@@ -166,10 +169,13 @@ def widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT: tl.constex
     first_value = tl.where(keyed | (not open_below), first_value,
                            tl.maximum(last_value - (KEY_BINS - 1), proven_first))
     keyed = keyed | open_below
-    spare = KEY_BINS - 1 - (last_value - first_value)
+    values = (first_value * 0 + KEY_BINS).to(tl.int64)
+    if NARROW > 0:
+        values = tl.where(last_value - first_value < NARROW, NARROW, values)
+    spare = values - 1 - (last_value - first_value)
     first = tl.maximum(first_value - spare // 2, proven_first)
-    last = tl.minimum(first + (KEY_BINS - 1), proven_last)
-    first = tl.maximum(tl.minimum(first, last - (KEY_BINS - 1)), proven_first)
+    last = tl.minimum(first + (values - 1), proven_last)
+    first = tl.maximum(tl.minimum(first, last - (values - 1)), proven_first)
     wide_lo = tl.maximum(tl.maximum((first << KEY_SHIFT) - 1, lo), KEY_FLOOR - 1)
     wide_hi = tl.minimum((last << KEY_SHIFT) | ((1 << KEY_SHIFT) - 1), hi)
     return tl.where(keyed, wide_lo, b_lo), tl.where(keyed, wide_hi, b_hi)
@@ -179,7 +185,7 @@ def widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT: tl.constex
 def wide_band_kernel(
     x_ptr, row_i_ptr, row_f_ptr,
     V, stride_x, max_band,
-    SAMPLE: tl.constexpr, KEY_SHIFT: tl.constexpr = 0,
+    SAMPLE: tl.constexpr, KEY_SHIFT: tl.constexpr = 0, NARROW: tl.constexpr = 0,
 ):
     """Place the band of each wide row (mode 3) from a SAMPLE-entry sample of the row:
     row_i[5:7] = (b_lo + 1, b_hi) inside the interval pass A proved (row_i[9:11]). A launch of
@@ -187,7 +193,7 @@ def wide_band_kernel(
     (fp32 zipf top-p 0.9, H200), here 235 (BENCHMARKS.md, thirteenth session; placed from the
     sorted sample instead, one bitonic sort and a cumulative sum: 430). max_band : entries the
     band aims below. KEY_SHIFT (16-bit rows): a band of at most KEY_BINS values is widened to
-    KEY_BINS values (:func:`widen_to_values`)."""
+    KEY_BINS values (:func:`widen_to_values`; one of at most NARROW values to NARROW)."""
     row = tl.program_id(0)
     row64 = (row * 0).to(tl.int64) + row
     info = row_i_ptr + row64 * ROW_I
@@ -202,7 +208,8 @@ def wide_band_kernel(
         b_lo, b_hi = band_interval(row_x, V, lo, hi, row_max, row_mass, target, inf_mode,
                                    max_band, SAMPLE)
         if KEY_SHIFT > 0:
-            b_lo, b_hi = widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT)
+            b_lo, b_hi = widen_to_values(b_lo, b_hi, lo, hi, row_max, inf_mode, KEY_SHIFT,
+                                         NARROW)
         tl.store(info + 5, (b_lo + 1).to(tl.int32))
         tl.store(info + 6, b_hi.to(tl.int32))
 
@@ -424,7 +431,7 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
                        part_f_ptr, row64, seg, nseg, b_lo, b_hi, first_value,
                        BLOCK: tl.constexpr, KEY_SHIFT: tl.constexpr, LEAN: tl.constexpr,
                        EXP2: tl.constexpr = False, UNSWITCH: tl.constexpr = False,
-                       FIXED: tl.constexpr = False):
+                       FIXED: tl.constexpr = False, NARROW: tl.constexpr = 0):
     """One segment's count of each value of a keyed band (b_lo, b_hi] (part_i[slot * KEY_PART
     + j]: value first_value + j), its count and mass above the band (part_i[... + KEY_BINS],
     part_f[slot * WAYS]) and the band's entries (seg_i). Integer counts: exact, in any order.
@@ -432,7 +439,10 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
     :func:`keyed_band`), tiles padded with NaN, the weights without weights_of's guards (as in
     :func:`_compact_row`). UNSWITCH (LEAN): a row without +inf entries runs a loop without the
     +inf weights and with the band's value index from the bits (:func:`_count_values_loop`).
-    FIXED: the mass above as an int64 fixed-point sum (:func:`_masses_ptr`)."""
+    FIXED: the mass above as an int64 fixed-point sum (:func:`_masses_ptr`). NARROW (with
+    UNSWITCH): a row without +inf whose band holds at most NARROW values counts them in packed
+    per-lane fields instead of the histogram (``tl.histogram`` is most of the count's time,
+    whatever the band holds: ``benchmarks/keyed_probe.py``); the same integers."""
     row_x = x_ptr + row64 * stride_x
     row_max = tl.load(row_f_ptr + row64 * ROW_F + 0)
     inf_mode = tl.load(row_f_ptr + row64 * ROW_F + 2) > 0.0
@@ -450,7 +460,15 @@ def _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr, part_i
     plain = False
     if UNSWITCH and LEAN:
         plain = inf_mode == 0
-    if plain:
+    narrow = False
+    if NARROW > 0:
+        narrow = plain & ((b_hi >> KEY_SHIFT) - first_value < NARROW)
+    if narrow:
+        value_counts, lane_above, lane_mass_above = _count_values_loop(
+            row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
+            last_value_f, after_value_f, first_value32, row_max, inf_mode, value_counts,
+            lane_above, lane_mass_above, BLOCK, KEY_SHIFT, LEAN, EXP2, True, FIXED, NARROW)
+    elif plain:
         value_counts, lane_above, lane_mass_above = _count_values_loop(
             row_x, V, seg_start, seg_len, lanes, first, last, after, first_value_f,
             last_value_f, after_value_f, first_value32, row_max, inf_mode, value_counts,
@@ -472,13 +490,18 @@ def _count_values_loop(row_x, V, seg_start, seg_len, lanes, first, last, after, 
                        last_value_f, after_value_f, first_value32, row_max, inf_mode,
                        value_counts, lane_above, lane_mass_above, BLOCK: tl.constexpr,
                        KEY_SHIFT: tl.constexpr, LEAN: tl.constexpr, EXP2: tl.constexpr,
-                       PLAIN: tl.constexpr, FIXED: tl.constexpr):
+                       PLAIN: tl.constexpr, FIXED: tl.constexpr, NARROW: tl.constexpr = 0):
     """:func:`_count_band_values`'s loop over one segment's tiles; returns (value_counts,
     lane_above, lane_mass_above) carried on from the arguments. PLAIN (LEAN, a row without
     +inf entries): the weights exp's alone, and an entry's value index from its bits: -0.0
     made +0.0 by a select, then the order key's sign flip (the band holds no NaN, so the key's
-    NaN case is not needed where the histogram counts)."""
+    NaN case is not needed where the histogram counts). NARROW (PLAIN; the band holds at most
+    NARROW <= 8 values): no histogram; each lane counts its entries of value j in the 4-bit
+    field j of one uint32 (a lane meets one entry a tile, and a segment has at most 15 tiles:
+    ``launch`` sets NARROW only then), and the fields are summed over the lanes once, after
+    the loop."""
     OTHER: tl.constexpr = float("nan") if LEAN else 0.0
+    lane_packed = tl.zeros([BLOCK], tl.uint32)
     x_next = segment_tile(row_x, seg_start + lanes, V, seg_start + seg_len, OTHER)
     for off in range(0, seg_len, BLOCK):
         offs = seg_start + off + lanes
@@ -509,7 +532,17 @@ def _count_values_loop(row_x, V, seg_start, seg_len, lanes, first, last, after, 
             lane_mass_above += tl.where(above, fixed_weight(w), 0)
         else:
             lane_mass_above += tl.where(above, w, 0.0)
-        value_counts += tl.histogram((key >> KEY_SHIFT) - first_value32, KEY_BINS, mask=inside)
+        if NARROW > 0:
+            field = (((key >> KEY_SHIFT) - first_value32) * 4).to(tl.uint32)
+            lane_packed += tl.where(inside, tl.full([BLOCK], 1, tl.uint32) << field, 0)
+        else:
+            value_counts += tl.histogram((key >> KEY_SHIFT) - first_value32, KEY_BINS,
+                                         mask=inside)
+    if NARROW > 0:
+        bins = tl.arange(0, KEY_BINS)
+        for j in tl.static_range(NARROW):
+            count = tl.sum(((lane_packed >> (4 * j)) & 15).to(tl.int32), axis=0)
+            value_counts += tl.where(bins == j, count, 0)
     return value_counts, lane_above, lane_mass_above
 
 
@@ -522,7 +555,7 @@ def wide_compact_kernel(
     BAND: tl.constexpr, FLAT: tl.constexpr = False, KEY_SHIFT: tl.constexpr = 0,
     LISTED: tl.constexpr = False, AHEAD: tl.constexpr = 1, PACKED: tl.constexpr = False,
     LEAN: tl.constexpr = False, UNSWITCH: tl.constexpr = False, EXP2: tl.constexpr = False,
-    FIXED: tl.constexpr = False, PAIRED: tl.constexpr = False,
+    FIXED: tl.constexpr = False, PAIRED: tl.constexpr = False, NARROW: tl.constexpr = 0,
 ):
     """Copy one segment's entries with key in the row's interval into its candidate slots.
 
@@ -536,8 +569,8 @@ def wide_compact_kernel(
     four conversions, with four barriers, per appending tile).
 
     KEY_SHIFT (with BAND, 16-bit rows): a band of at most KEY_BINS values (:func:`keyed_band`) is
-    counted per value instead (:func:`_count_band_values`), nothing is copied; any other band
-    is compacted.
+    counted per value instead (:func:`_count_band_values`; NARROW: a band of at most NARROW
+    values without a histogram), nothing is copied; any other band is compacted.
 
     BAND also empties the list of missed rows (miss_ptr[0] = 0) that
     :func:`wide_search_kernel` then fills. LISTED (after the rounds): grid (G, S), the listed
@@ -564,12 +597,12 @@ def wide_compact_kernel(
             _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                          cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr,
                          tl.load(miss_ptr + 1 + i), BLOCK, CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT,
-                         KEY_SHIFT, AHEAD, PACKED, LEAN, UNSWITCH, EXP2, FIXED, PAIRED)
+                         KEY_SHIFT, AHEAD, PACKED, LEAN, UNSWITCH, EXP2, FIXED, PAIRED, NARROW)
     else:
         _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr,
                      cand_idx_ptr, seg_i_ptr, part_i_ptr, part_f_ptr, tl.program_id(0), BLOCK,
                      CAP_SEG, NSEG_P2, SPARSE, BAND, FLAT, KEY_SHIFT, AHEAD, PACKED, LEAN,
-                     UNSWITCH, EXP2, FIXED, PAIRED)
+                     UNSWITCH, EXP2, FIXED, PAIRED, NARROW)
 
 
 @triton.jit
@@ -579,7 +612,7 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                  BAND: tl.constexpr, FLAT: tl.constexpr, KEY_SHIFT: tl.constexpr,
                  AHEAD: tl.constexpr, PACKED: tl.constexpr, LEAN: tl.constexpr,
                  UNSWITCH: tl.constexpr, EXP2: tl.constexpr, FIXED: tl.constexpr,
-                 PAIRED: tl.constexpr):
+                 PAIRED: tl.constexpr, NARROW: tl.constexpr = 0):
     """:func:`wide_compact_kernel`'s work for one row and segment (program_id(1))."""
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -595,7 +628,7 @@ def _compact_row(x_ptr, row_i_ptr, row_f_ptr, V, stride_x, seg_len, cand_val_ptr
                     _count_band_values(x_ptr, row_f_ptr, V, stride_x, seg_len, seg_i_ptr,
                                        part_i_ptr, part_f_ptr, row64, seg, nseg, b_lo, b_hi,
                                        first_value, BLOCK, KEY_SHIFT, LEAN, EXP2, UNSWITCH,
-                                       FIXED)
+                                       FIXED, NARROW)
     if (mode == 3) & (not keyed):
         lo, hi = _interval(row_i_ptr, row64)
         cand = row64 * (NSEG_P2 * CAP_SEG) + seg * CAP_SEG
