@@ -253,7 +253,10 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
         key_shift = {"bfloat16": 16, "float16": 13}.get(dtype, 0)
         out["wide_band"] = _compile(wide.wide_band_kernel, {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
-            "stride_x": "i64", "max_band": "fp32"}, dict(SAMPLE=2 * sample, KEY_SHIFT=key_shift),
+            "stride_x": "i64", "max_band": "fp32"},
+            # (bfloat16: its narrow keyed bands, ``keynarrow``)
+            dict(SAMPLE=2 * sample, KEY_SHIFT=key_shift,
+                 NARROW=8 if dtype == "bfloat16" else 0),
             target, 4)
         round_sig = {
             "x_ptr": f"*{ty}", "row_i_ptr": "*i32", "row_f_ptr": "*fp32", "V": "i32",
@@ -325,13 +328,15 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                     target, 1)
                 if dtype != "float16":
                     # fixed-point masses (``widefixed``): float32's compaction, bfloat16's
-                    # keyed count (float16's shares its code)
+                    # keyed count (float16's shares its code), with its narrow bands' count
+                    # (``keynarrow``)
                     out["wide_compact_band_fixed"] = _compile(wide.wide_compact_kernel,
                         compact_sig,
                         dict(BLOCK=128 if dtype == "float32" else 256, CAP_SEG=cap_seg,
                              NSEG_P2=nseg_p2, SPARSE=0, BAND=True, FLAT=dtype == "float32",
                              KEY_SHIFT=key_shift, LISTED=False, AHEAD=1, PACKED=True,
-                             LEAN=True, UNSWITCH=True, FIXED=True),
+                             LEAN=True, UNSWITCH=True, FIXED=True,
+                             NARROW=8 if dtype == "bfloat16" else 0),
                         target, 1)
                     # and with two tiles a turn in their own load slots (``widepaired``)
                     out["wide_compact_band_paired"] = _compile(wide.wide_compact_kernel,

@@ -122,7 +122,9 @@ def _table_override(name: str, default: tuple[int, int]) -> tuple[int, int]:
     append limit (``candone=TILEx0``, default 2048, up to the segment; ``sparseone=Nx0``,
     default 0: prefix sums only), the small-k search's slots per row (``capsmall=2048x0``;
     ``0x0``: the usual), the wide compaction's FLAT lanes (``wideflat=1x0`` / ``0x0``;
-    default on for float32), the keyed band of 16-bit rows (``keyband=0x0``: off), the wide
+    default on for float32), the keyed band of 16-bit rows (``keyband=0x0``: off) and
+    its bands of at most N values counted without a histogram (``keynarrow=Nx0``, N <= 8;
+    default 8 for bfloat16, 0 off), the wide
     stage's programs per segment after the band (``widelist=Gx0``; ``0x0``: one per row), its
     rounds merged by their last program at batches it does not list (``roundmerge=1x0``,
     default; ``0x0``: narrow launches; also in the interpreter), their partials added into
@@ -257,7 +259,7 @@ class PipelineConfig:
     # float16; 0: off, always for float32)
     key_shift: int = 0
     # a keyed band of at most this many values (<= 8) is widened to that many only and counted
-    # in 4-bit fields per lane instead of a histogram (``keynarrow``; 0: off)
+    # in 4-bit fields per lane instead of a histogram (``keynarrow``; bfloat16 8, else 0: off)
     key_narrow: int = 0
     band_percent: int = 75  # the wide top-p band's size cap, in percent of the slots
     round_split: int = 2  # programs per segment in the wide stage's 16-way rounds
@@ -869,13 +871,19 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
     # ``keynarrow=Nx0``: a keyed band that spans at most N values (N <= 8) is widened to N
     # values, not to the histogram's 64, and counted in 4-bit fields per lane
     # (``wide._count_values_loop`` NARROW; only where a segment has at most 15 of the count's
-    # tiles, so that no field can overflow: ``_plan``), no ``tl.histogram``: the histogram is most of the keyed count's time whatever
-    # the band holds (H100, ``benchmarks/keyed_probe.py``, bf16 B = 1024, 1024 x 1: read
-    # 100.3 us, + weights 129.2, + histogram 409.8). A bf16 zipf row's band spans at most 8
-    # values before it is widened (``band_sim.py --key-bins 8``: T inside in 48 of 48 rows at
-    # p = 0.9 and 0.99); Gaussian rows span ~21-39 and keep the histogram. Off until timed
-    # (also in the interpreter; its tests set it)
-    key_narrow = min(_table_override("keynarrow", (0, 0))[0], 8) if key_shift else 0
+    # tiles, so that no field can overflow: ``_plan``), no ``tl.histogram``: the histogram is
+    # most of the keyed count's time whatever the band holds (H100, ``keyed_probe.py``, bf16
+    # B = 1024, 1024 x 1: read 100.3 us, + weights 129.2, + histogram 409.8). A bf16 zipf
+    # row's band spans at most 8 values before it is widened (``band_sim.py --key-bins 8``).
+    # H100 graph us, off -> 8x0 (forty-ninth session, BENCHMARKS.md; the compaction's us):
+    # bf16 zipf topp0.9 B = 64 141.9 -> 130.0 (27.8 -> 16.2), B = 256 268.2 -> 227.5
+    # (101.4 -> 60.4), B = 1024 878.1 -> 718.6 (382.4 -> 223.7); topp0.99 B = 1024 879.1 ->
+    # 719.3; bf16 gaussian topp0.99 B = 1024 924.5 -> 925.3 (its bands span more: the
+    # histogram). float16 zipf topp0.99 B = 1024 936.2 -> 1063.3: its values are 8x finer,
+    # so 8 of them miss T (rounds 14.1 -> 118.8 us). Default 8 for bfloat16 (also in the
+    # interpreter), off for float16
+    key_narrow = _table_override("keynarrow", (8 if dtype == torch.bfloat16 else 0, 0))[0]
+    key_narrow = min(key_narrow, 8) if key_shift else 0
     # the top-k retry (two launches more, whose programs exit unless their row retries; their
     # cost was not measured apart) where a row's cutoff can fall short:
     # k >= 256 on a GPU (large k: the sample's rank is near the slots' limit); every k > 4 in
