@@ -395,7 +395,7 @@ def test_fixed_band_masses_are_exact_sums(dtype, lean, flat):
 @pytest.mark.parametrize("batch", [1, 3, 5, 64, 65])
 def test_fixed_table_plans_and_workspace(monkeypatch, batch):
     """The GPU launch table with ``widefixed=1x0,wideexp2=1x0,histsmall=64x0,widesmall=512x4,
-    roundsmall=8x0,smallrows=3x0`` (built on the host, no launch): every wide launch takes FIXED
+    roundsmall=8x0,smallrows=3x0,roundatomic=0x0`` (built on the host, no launch): every wide launch takes FIXED
     and none the exp2 weights (every weight of the stage alike), pass A's search WIDE_FIXED; the
     workspace holds int64 masses 8-byte aligned at any batch (twice the float parts); batches
     of at most 64 rows take the one-launch histogram band, and those of at most 3 the small
@@ -404,9 +404,12 @@ def test_fixed_table_plans_and_workspace(monkeypatch, batch):
     masses."""
     from qrita.backends.triton import launch
 
-    table = "widefixed=1x0,wideexp2=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0,smallrows=3x0"
+    # (the rounds' partials per part, ``roundatomic=0x0``: the parts' scratch is what this
+    # test sizes; with the per-row totals it does not follow the split)
+    table = ("widefixed=1x0,wideexp2=1x0,histsmall=64x0,widesmall=512x4,roundsmall=8x0,"
+             "smallrows=3x0,roundatomic=0x0")
     V = 131072
-    off = "widefixed=0x0,histsmall=0x0"
+    off = "widefixed=0x0,histsmall=0x0,roundatomic=0x0"
     monkeypatch.setenv("QRITA_LAUNCH_TABLE", off)
     plain = launch._pipeline_config(V, torch.float32, False, off)
     monkeypatch.setenv("QRITA_LAUNCH_TABLE", table)  # (read by the table; the argument keys its cache)
