@@ -12,10 +12,16 @@ each) with its work added step by step, so each step's cost shows:
 - ``hist``: + the band's 64-bin value histogram, masked (the keyed count's form);
 - ``histdummy``: the histogram unmasked, out-of-band entries counted in a 65th..128th bin;
 - ``histonly``: the masked histogram without the mass;
-- ``count``: the tests and the count above, no exp, no histogram.
+- ``count``: the tests and the count above, no exp, no histogram;
+- ``append``: the mass above and the band's mass, and the band's entries appended to 256 slots
+  per segment by a prefix sum (the float32 band compaction's form); ``appendonly``: without
+  the masses;
+- ``packed``: the mass above and the band's values counted in 4-bit lane fields (the narrow
+  keyed count, ``keynarrow``; meaningful with ``--band-values 8``).
 
-The band is placed on each row's true top-p 0.9 boundary (64 values from 32 below it), as the
-library's band lands. Prints µs (do_bench median) and GB/s per (step, tile, warps)::
+The band is placed on each row's true top-p 0.9 boundary: ``--band-values N`` values from
+N // 2 below it (64 by default, as the keyed band), or ``--band-rank R`` entries by rank around
+it (float32's compacted band holds ~3000 a row). Prints µs (do_bench median) and GB/s per (step, tile, warps)::
 
     python benchmarks/keyed_probe.py --dtype bfloat16 --batch 1024
 """
@@ -35,12 +41,15 @@ import triton.language as tl  # noqa: E402
 
 from qrita.testing import generators  # noqa: E402
 
-STEPS = {"read": 0, "mass": 1, "hist": 2, "histdummy": 3, "histonly": 4, "count": 5}
+STEPS = {"read": 0, "mass": 1, "hist": 2, "histdummy": 3, "histonly": 4, "count": 5,
+         "append": 6, "appendonly": 7, "packed": 8}
 
 
 @triton.jit
-def probe_kernel(x_ptr, first_ptr, row_max_ptr, V, seg_len, out_i_ptr, out_f_ptr,
-                 BLOCK: tl.constexpr, STEP: tl.constexpr, KEY_SHIFT: tl.constexpr):
+def probe_kernel(x_ptr, first_ptr, row_max_ptr, band_ptr, V, seg_len, out_i_ptr, out_f_ptr,
+                 slot_val_ptr, slot_idx_ptr,
+                 BLOCK: tl.constexpr, STEP: tl.constexpr, KEY_SHIFT: tl.constexpr,
+                 CAP_SEG: tl.constexpr):
     row = tl.program_id(0)
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -48,13 +57,11 @@ def probe_kernel(x_ptr, first_ptr, row_max_ptr, V, seg_len, out_i_ptr, out_f_ptr
     row_x = x_ptr + row64 * V
     first_value = tl.load(first_ptr + row)  # the band's first value index (key >> KEY_SHIFT)
     row_max = tl.load(row_max_ptr + row)
-    first_key = (first_value << KEY_SHIFT).to(tl.int32)
-    after_key = ((first_value + 64) << KEY_SHIFT).to(tl.int32)
-    # the keys' float values (order key -> bits -> float)
-    fb = tl.where(first_key >= 0, first_key, first_key ^ 0x7FFFFFFF)
-    ab = tl.where(after_key >= 0, after_key, after_key ^ 0x7FFFFFFF)
-    first_f = fb.to(tl.float32, bitcast=True)
-    after_f = ab.to(tl.float32, bitcast=True)
+    first_f = tl.load(band_ptr + 2 * row)  # the band [first_f, after_f)
+    after_f = tl.load(band_ptr + 2 * row + 1)
+    slots = (row64 * nseg + seg) * CAP_SEG
+    count = seg * 0
+    lane_band = tl.zeros([BLOCK], tl.int64)
     lanes = tl.arange(0, BLOCK)
     start = seg * seg_len
     lane_sum = tl.zeros([BLOCK], tl.float32)
@@ -62,6 +69,7 @@ def probe_kernel(x_ptr, first_ptr, row_max_ptr, V, seg_len, out_i_ptr, out_f_ptr
     lane_mass = tl.zeros([BLOCK], tl.int64)
     counts = tl.zeros([64], tl.int32)
     counts2 = tl.zeros([128], tl.int32)
+    lane_packed = tl.zeros([BLOCK], tl.uint32)
     for off in range(0, seg_len, BLOCK):
         offs = start + off + lanes
         x = tl.load(row_x + offs, mask=offs < V, other=float("nan")).to(tl.float32)
@@ -72,6 +80,26 @@ def probe_kernel(x_ptr, first_ptr, row_max_ptr, V, seg_len, out_i_ptr, out_f_ptr
             above = x >= after_f
             lane_above += above.to(tl.int32)
             if (STEP == 1) | (STEP == 2) | (STEP == 3):
+                w = tl.exp(x - row_max)
+                lane_mass += tl.where(above, (w * 1099511627776.0).to(tl.int64), 0)
+            if (STEP == 6) | (STEP == 7):  # the band's entries appended to the slots
+                if STEP == 6:
+                    w = tl.exp(x - row_max)
+                    fixed = (w * 1099511627776.0).to(tl.int64)
+                    lane_mass += tl.where(above, fixed, 0)
+                    lane_band += tl.where(inside, fixed, 0)
+                n_tile = tl.sum(inside.to(tl.int32), axis=0)
+                if n_tile > 0:
+                    at = count + tl.cumsum(inside.to(tl.int32), axis=0) - 1
+                    keep = inside & (at < CAP_SEG)
+                    tl.store(slot_val_ptr + slots + at, x, mask=keep)
+                    tl.store(slot_idx_ptr + slots + at, offs, mask=keep)
+                count += n_tile
+            if STEP == 8:  # the narrow count: 4-bit fields per lane (bands of <= 8 values)
+                bits = tl.where(x == 0.0, 0.0, x).to(tl.int32, bitcast=True)
+                key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+                field = (((key >> KEY_SHIFT) - first_value) * 4).to(tl.uint32)
+                lane_packed += tl.where(inside, tl.full([BLOCK], 1, tl.uint32) << field, 0)
                 w = tl.exp(x - row_max)
                 lane_mass += tl.where(above, (w * 1099511627776.0).to(tl.int64), 0)
             if (STEP == 2) | (STEP == 4) | (STEP == 3):
@@ -87,11 +115,20 @@ def probe_kernel(x_ptr, first_ptr, row_max_ptr, V, seg_len, out_i_ptr, out_f_ptr
     tl.store(out_i_ptr + slot * 4 + 0, tl.sum(lane_above, axis=0).to(tl.int64))
     tl.store(out_i_ptr + slot * 4 + 1, tl.sum(lane_mass, axis=0))
     tl.store(out_i_ptr + slot * 4 + 2, tl.sum(counts, axis=0).to(tl.int64))
-    tl.store(out_i_ptr + slot * 4 + 3, tl.sum(counts2, axis=0).to(tl.int64))
+    tl.store(out_i_ptr + slot * 4 + 3, tl.sum(counts2, axis=0).to(tl.int64)
+             + tl.sum(lane_band, axis=0) + count + tl.sum((lane_packed & 15).to(tl.int64), axis=0))
 
 
-def band_starts(x: torch.Tensor, p: float, key_shift: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per row: the value index (key >> key_shift) 32 below the top-p boundary, and the max."""
+def _key_value(key: torch.Tensor) -> torch.Tensor:
+    """The float32 whose order key is ``key`` (int32)."""
+    bits = torch.where(key >= 0, key, key ^ 0x7FFFFFFF)
+    return bits.view(torch.float32)
+
+
+def band_starts(x: torch.Tensor, p: float, key_shift: int, values: int, rank: int):
+    """Per row: the band's first value index (key >> key_shift; ``values`` values from
+    values // 2 below the top-p boundary), the band as floats [first, after) (by values, or
+    ``rank`` > 0 entries by rank around the boundary) and the row's max."""
     xf = x.float()
     row_max = xf.max(dim=1).values
     vals, _ = torch.sort(xf, dim=1, descending=True)
@@ -99,10 +136,19 @@ def band_starts(x: torch.Tensor, p: float, key_shift: int) -> tuple[torch.Tensor
     cum = torch.cumsum(probs, dim=1)
     t_idx = torch.searchsorted(cum, torch.full((x.shape[0], 1), p, device=x.device)).clamp(
         max=x.shape[1] - 1)
-    t = torch.gather(vals, 1, t_idx).squeeze(1)
+    t = torch.gather(vals, 1, t_idx).squeeze(1).contiguous()
     bits = t.view(torch.int32)
     key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
-    return ((key >> key_shift) - 32).to(torch.int32), row_max.contiguous()
+    first_value = ((key >> key_shift) - values // 2).to(torch.int32)
+    band = torch.stack([_key_value((first_value << key_shift).to(torch.int32)),
+                        _key_value(((first_value + values) << key_shift).to(torch.int32))], 1)
+    if rank > 0:
+        top = (t_idx.squeeze(1) - rank // 2).clamp(min=0)
+        bottom = (t_idx.squeeze(1) + rank // 2).clamp(max=x.shape[1] - 1)
+        band = torch.stack([vals.gather(1, bottom[:, None]).squeeze(1),
+                            torch.nextafter(vals.gather(1, top[:, None]).squeeze(1),
+                                            torch.tensor(float("inf"), device=x.device))], 1)
+    return first_value, band.contiguous(), row_max.contiguous()
 
 
 def main() -> None:
@@ -114,6 +160,8 @@ def main() -> None:
     ap.add_argument("--configs", default="1024x1,256x1,1024x4,512x2",
                     help="TILExWARPS,...")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke run under TRITON_INTERPRET=1")
+    ap.add_argument("--band-values", type=int, default=64)
+    ap.add_argument("--band-rank", type=int, default=0)
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
     key_shift = {torch.bfloat16: 16, torch.float16: 13}.get(dtype, 0)
@@ -122,7 +170,10 @@ def main() -> None:
     nseg = -(-V // seg_len)
     rng = np.random.default_rng(5)
     x = torch.from_numpy(generators.zipf_logits(B, V, 1.1, rng)).to(args.device, dtype)
-    first, row_max = band_starts(x, 0.9, key_shift)
+    first, band, row_max = band_starts(x, 0.9, key_shift, args.band_values, args.band_rank)
+    cap_seg = 256
+    slot_val = torch.zeros(B * nseg * cap_seg, dtype=torch.float32, device=args.device)
+    slot_idx = torch.zeros(B * nseg * cap_seg, dtype=torch.int32, device=args.device)
     out_i = torch.zeros(B * nseg * 4, dtype=torch.int64, device=args.device)
     out_f = torch.zeros(B * nseg, dtype=torch.float32, device=args.device)
     nbytes = x.numel() * x.element_size()
@@ -133,9 +184,9 @@ def main() -> None:
         block, warps = (int(v) for v in cfg.split("x"))
         for step in args.steps.split(","):
             def run(step=step, block=block, warps=warps):
-                probe_kernel[(B, nseg)](x, first, row_max, V, seg_len, out_i, out_f,
-                                        BLOCK=block, STEP=STEPS[step], KEY_SHIFT=key_shift,
-                                        num_warps=warps)
+                probe_kernel[(B, nseg)](x, first, row_max, band, V, seg_len, out_i, out_f,
+                                        slot_val, slot_idx, BLOCK=block, STEP=STEPS[step],
+                                        KEY_SHIFT=key_shift, CAP_SEG=cap_seg, num_warps=warps)
             run()
             if not gpu:
                 print(f"{cfg:>8} {step:>10} ran: {out_i.view(B * nseg, 4).sum(0).tolist()}")
