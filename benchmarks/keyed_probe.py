@@ -14,7 +14,8 @@ each) with its work added step by step, so each step's cost shows:
 - ``histonly``: the masked histogram without the mass;
 - ``count``: the tests and the count above, no exp, no histogram;
 - ``append``: the mass above and the band's mass, and the band's entries appended to 256 slots
-  per segment by a prefix sum (the float32 band compaction's form); ``appendonly``: without
+  per segment by the library's prefix-sum append (``primitives.compact_tile``; the float32
+  band compaction's form without its FLAT lanes and packed scan); ``appendonly``: without
   the masses;
 - ``packed``: the mass above and the band's values counted in 4-bit lane fields (the narrow
   keyed count, ``keynarrow``; meaningful with ``--band-values 8``).
@@ -39,6 +40,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
+from qrita.backends.triton.primitives import compact_tile  # noqa: E402
 from qrita.testing import generators  # noqa: E402
 
 STEPS = {"read": 0, "mass": 1, "hist": 2, "histdummy": 3, "histonly": 4, "count": 5,
@@ -89,11 +91,9 @@ def probe_kernel(x_ptr, first_ptr, row_max_ptr, band_ptr, V, seg_len, out_i_ptr,
                     lane_mass += tl.where(above, fixed, 0)
                     lane_band += tl.where(inside, fixed, 0)
                 n_tile = tl.sum(inside.to(tl.int32), axis=0)
-                if n_tile > 0:
-                    at = count + tl.cumsum(inside.to(tl.int32), axis=0) - 1
-                    keep = inside & (at < CAP_SEG)
-                    tl.store(slot_val_ptr + slots + at, x, mask=keep)
-                    tl.store(slot_idx_ptr + slots + at, offs, mask=keep)
+                if n_tile > 0:  # (the library's append, by a prefix sum: SPARSE 0)
+                    compact_tile(x, start + off, inside, lanes, n_tile, count, row_x,
+                                 slot_val_ptr + slots, slot_idx_ptr + slots, BLOCK, CAP_SEG, 0)
                 count += n_tile
             if STEP == 8:  # the narrow count: 4-bit fields per lane (bands of <= 8 values)
                 bits = tl.where(x == 0.0, 0.0, x).to(tl.int32, bitcast=True)
