@@ -226,10 +226,10 @@ def test_lean_compaction_is_the_key_compaction(dtype, band, flat):
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_narrow_keyed_count_is_the_histogram_s(dtype):
     """The keyed count with NARROW (the launch table's ``keynarrow``): a band of at most NARROW
-    values, in a row without +inf, is counted by a compare and a sum per value and tile instead
-    of ``tl.histogram``; its counts per value, count and fixed-point mass above the band and
-    entry counts are the histogram's, bit for bit. Bands of more values and the +inf row keep
-    the histogram (the same outputs too). Rows with ties, +-0, -inf and NaN."""
+    values, in a row without +inf, is counted in 4-bit fields per lane instead of by
+    ``tl.histogram``; its counts per value, count and fixed-point mass above the band and entry
+    counts are the histogram's, bit for bit. Bands of more values and the +inf row keep the
+    histogram (the same outputs too). Rows with ties, +-0, -inf and NaN."""
     rng = np.random.default_rng(43)
     B, V, seg_len, block = 16, 1000, 256, 32
     nseg = -(-V // seg_len)
@@ -268,13 +268,14 @@ def test_narrow_keyed_count_is_the_histogram_s(dtype):
     rows[1, 1::2] = -0.75
     rows[2] = -1.0
     x_dev = torch.tensor(rows, device=DEVICE).to(getattr(torch, dtype))
-    value = int(order_key_host(np.float32(1.5))) >> key_shift
-    bands = np.array([(value_key(value - 7) - 1, value_key(value)),
-                      (value_key(value - 3) - 1, value_key(value + 4))] * 2, dtype=np.int64)[:3]
-    bands[1] = (value_key(int(order_key_host(np.float32(-0.75))) >> key_shift) - 1,
-                value_key(value))  # (spans more than 8 values: the histogram's)
-    bands[2] = (value_key(int(order_key_host(np.float32(-1.0))) >> key_shift) - 1,
-                value_key((int(order_key_host(np.float32(-1.0))) >> key_shift) + 7))
+    def index_of(v: float) -> int:
+        return int(order_key_host(np.float32(v))) >> key_shift
+
+    bands = np.array([(value_key(index_of(1.5) - 7) - 1, value_key(index_of(1.5))),
+                      # (spans more than 8 values: the histogram's)
+                      (value_key(index_of(-0.75)) - 1, value_key(index_of(1.5))),
+                      (value_key(index_of(-1.0)) - 1, value_key(index_of(-1.0) + 7))],
+                     dtype=np.int64)
     seg_len = 15 * block
     got = {narrow: _run_compaction(x_dev, bands, rows.max(axis=1), np.zeros(3, bool), V,
                                    seg_len, -(-V // seg_len), band=True, lean=True,
@@ -395,9 +396,10 @@ def test_fixed_band_masses_are_exact_sums(dtype, lean, flat):
 @pytest.mark.parametrize("batch", [1, 3, 5, 64, 65])
 def test_fixed_table_plans_and_workspace(monkeypatch, batch):
     """The GPU launch table with ``widefixed=1x0,wideexp2=1x0,histsmall=64x0,widesmall=512x4,
-    roundsmall=8x0,smallrows=3x0,roundatomic=0x0`` (built on the host, no launch): every wide launch takes FIXED
-    and none the exp2 weights (every weight of the stage alike), pass A's search WIDE_FIXED; the
-    workspace holds int64 masses 8-byte aligned at any batch (twice the float parts); batches
+    roundsmall=8x0,smallrows=3x0,roundatomic=0x0`` (built on the host, no launch): every wide
+    launch takes FIXED and none the exp2 weights (every weight of the stage alike), pass A's
+    search WIDE_FIXED; the workspace holds int64 masses 8-byte aligned at any batch (twice the
+    float parts); batches
     of at most 64 rows take the one-launch histogram band, and those of at most 3 the small
     batches' compaction tile and warps and round split (the workspace sized for it), the others
     the usual settings, larger ones the sampled band; above V = 2^23 the table keeps float32
