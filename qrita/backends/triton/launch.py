@@ -655,6 +655,15 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # 292.6), topp0.99 1443.5 -> 1392.7; bf16 topp0.9 B = 1024 995.7 -> 923.4 (486.1 ->
         # 412.6), B = 64 158.1 -> 151.2; B = 1 level: on (``wideunswitch=0x0`` turns it off)
         wide_unswitch = _table_override("wideunswitch", (1, 0))[0] == 1
+        # ``wideexp2=1x0``: with ``widelean``, the band compaction's (and the keyed count's)
+        # weights as exp2((x - max) log2 e), exp's own computation without its fix-up for
+        # results below 2^-126 (those weigh 0 instead of a subnormal): with ``wideunswitch``
+        # 172 -> 160 (fp32), 241 -> 221 (keyed). Float masses only (the plan leaves it out
+        # with ``widefixed``, the default), so it does nothing at the defaults. (The forty-
+        # ninth session's A/B of it ran the same kernels both ways for that reason; what the
+        # band's second pass spends on its weights, ``benchmarks/keyed_probe.py``: fp32
+        # 185.5 -> 200.6 us at B = 1024, bf16 100.3 -> 129.2, H100.) Off
+        wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1
         # ``widefixed=1x0``: every mass of the wide top-p stage (the band's, the rounds', the
         # search's and its fallback's) an int64 sum of fixed-point weights trunc(w * 2^40)
         # (``primitives.fixed_weight``): exact in any order, so no answer depends on where the
@@ -669,15 +678,6 @@ def _pipeline_config(vocab: int, dtype: torch.dtype, interpret: bool, table: str
         # (search 77.9 -> 111.6, compaction 310.9 -> 337.1); topp0.99 B = 1 164.2 -> 103.8,
         # B = 64 261.3 -> 181.9, B = 1024 1375.7 -> 1460.1: on (``widefixed=0x0`` turns it off)
         wide_fixed = _table_override("widefixed", (1, 0))[0] == 1
-        # ``wideexp2=1x0``: with ``widelean``, the band compaction's (and the keyed count's)
-        # weights as exp2((x - max) log2 e), exp's own computation without its fix-up for
-        # results below 2^-126 (those weigh 0 instead of a subnormal): with ``wideunswitch``
-        # 172 -> 160 (fp32), 241 -> 221 (keyed). Float masses only (the plan leaves it out
-        # with ``widefixed``, the default), so it does nothing at the defaults. (The forty-
-        # ninth session's A/B of it ran the same kernels both ways for that reason; what the
-        # band's second pass spends on its weights, ``benchmarks/keyed_probe.py``: fp32
-        # 185.5 -> 200.6 us at B = 1024, bf16 100.3 -> 129.2, H100.) Off
-        wide_exp2 = _table_override("wideexp2", (0, 0))[0] == 1
         # ``histsmall=Bx0`` (with ``widefixed``, whose answers do not depend on the band):
         # batches of at most B rows place the band from the count histogram in one launch
         # (``histone``; 512 bins unless ``histband`` sets them), larger ones from the sample.
