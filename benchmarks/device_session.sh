@@ -1214,13 +1214,18 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
   PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
 fi
-if [[ $stage == s50a ]]; then  # (~60 s + start) keyed_probe.py: the float32 band compaction's appends (a ~3000-entry band by rank, as the library's) against its read and masses; bf16's narrow count against the histogram at 8-value bands
+if [[ $stage == s50a ]]; then  # (~300 s + start) keyed_probe.py: the float32 band compaction's appends (a ~3000-entry band by rank, as the library's) against its read and masses; bf16's narrow count against the histogram at 8-value bands
   timeout 120 python3 benchmarks/keyed_probe.py --dtype float32 --band-rank 3000 \
     --configs 128x1,256x2 --steps read,mass,appendonly,append 2>&1 | grep -v -i warn \
     | tee "$OUT/probe_fp32_append.txt"
   timeout 120 python3 benchmarks/keyed_probe.py --dtype bfloat16 --band-values 8 \
     --configs 1024x1,512x1 --steps read,mass,hist,packed 2>&1 | grep -v -i warn \
     | tee "$OUT/probe_bf16_packed.txt"
+  # issue 5: does an adapter step wait for the GPU (the JAX call's unexplained ~125 µs)?
+  timeout 200 python3 benchmarks/adapter_block_probe.py --out "$OUT" 2>&1 | grep -v -i warn \
+    | tail -30
+  timeout 150 python3 benchmarks/adapter_overhead.py --batch 8 2>&1 | grep -v -i warn \
+    > "$OUT/adapter_overhead.txt"; tail -12 "$OUT/adapter_overhead.txt"
 fi
 if [[ $stage == s49d ]]; then  # (~150 s) at the defaults (bf16 keynarrow=8): the keyed band's tied-rows GPU test, then the masks bench for bf16 top-p (oracle-checked, peak extra memory)
   timeout "${TESTS_S:-150}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \
