@@ -18,7 +18,9 @@ each) with its work added step by step, so each step's cost shows:
   band compaction's form without its FLAT lanes and packed scan); ``appendonly``: without
   the masses;
 - ``packed``: the mass above and the band's values counted in 4-bit lane fields (the narrow
-  keyed count, ``keynarrow``; meaningful with ``--band-values 8``).
+  keyed count, ``keynarrow``; meaningful with ``--band-values 8``);
+- ``packedwords``: the same in ceil(band values / 8) words per lane (up to 8: bands of up to
+  64 values, as Gaussian bf16 rows' 21-39 need).
 
 The band is placed on each row's true top-p 0.9 boundary: ``--band-values N`` values from
 N // 2 below it (64 by default, as the keyed band), or ``--band-rank R`` entries by rank around
@@ -44,14 +46,14 @@ from qrita.backends.triton.primitives import compact_tile  # noqa: E402
 from qrita.testing import generators  # noqa: E402
 
 STEPS = {"read": 0, "mass": 1, "hist": 2, "histdummy": 3, "histonly": 4, "count": 5,
-         "append": 6, "appendonly": 7, "packed": 8}
+         "append": 6, "appendonly": 7, "packed": 8, "packedwords": 9}
 
 
 @triton.jit
 def probe_kernel(x_ptr, first_ptr, row_max_ptr, band_ptr, V, seg_len, out_i_ptr, out_f_ptr,
                  slot_val_ptr, slot_idx_ptr,
                  BLOCK: tl.constexpr, STEP: tl.constexpr, KEY_SHIFT: tl.constexpr,
-                 CAP_SEG: tl.constexpr):
+                 CAP_SEG: tl.constexpr, WORDS: tl.constexpr = 1):
     row = tl.program_id(0)
     seg = tl.program_id(1)
     nseg = tl.num_programs(1)
@@ -72,6 +74,13 @@ def probe_kernel(x_ptr, first_ptr, row_max_ptr, band_ptr, V, seg_len, out_i_ptr,
     counts = tl.zeros([64], tl.int32)
     counts2 = tl.zeros([128], tl.int32)
     lane_packed = tl.zeros([BLOCK], tl.uint32)
+    word1 = tl.zeros([BLOCK], tl.uint32)
+    word2 = tl.zeros([BLOCK], tl.uint32)
+    word3 = tl.zeros([BLOCK], tl.uint32)
+    word4 = tl.zeros([BLOCK], tl.uint32)
+    word5 = tl.zeros([BLOCK], tl.uint32)
+    word6 = tl.zeros([BLOCK], tl.uint32)
+    word7 = tl.zeros([BLOCK], tl.uint32)
     for off in range(0, seg_len, BLOCK):
         offs = start + off + lanes
         x = tl.load(row_x + offs, mask=offs < V, other=float("nan")).to(tl.float32)
@@ -102,6 +111,30 @@ def probe_kernel(x_ptr, first_ptr, row_max_ptr, band_ptr, V, seg_len, out_i_ptr,
                 lane_packed += tl.where(inside, tl.full([BLOCK], 1, tl.uint32) << field, 0)
                 w = tl.exp(x - row_max)
                 lane_mass += tl.where(above, (w * 1099511627776.0).to(tl.int64), 0)
+            if STEP == 9:  # 4-bit fields in WORDS words per lane: bands of <= 8 * WORDS values
+                bits = tl.where(x == 0.0, 0.0, x).to(tl.int32, bitcast=True)
+                key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+                value = (key >> KEY_SHIFT) - first_value
+                one = tl.where(inside, tl.full([BLOCK], 1, tl.uint32) << ((value & 7) * 4).to(
+                    tl.uint32), 0)
+                word = value >> 3
+                lane_packed += tl.where(word == 0, one, 0)
+                if WORDS > 1:
+                    word1 += tl.where(word == 1, one, 0)
+                if WORDS > 2:
+                    word2 += tl.where(word == 2, one, 0)
+                if WORDS > 3:
+                    word3 += tl.where(word == 3, one, 0)
+                if WORDS > 4:
+                    word4 += tl.where(word == 4, one, 0)
+                if WORDS > 5:
+                    word5 += tl.where(word == 5, one, 0)
+                if WORDS > 6:
+                    word6 += tl.where(word == 6, one, 0)
+                if WORDS > 7:
+                    word7 += tl.where(word == 7, one, 0)
+                w = tl.exp(x - row_max)
+                lane_mass += tl.where(above, (w * 1099511627776.0).to(tl.int64), 0)
             if (STEP == 2) | (STEP == 4) | (STEP == 3):
                 bits = tl.where(x == 0.0, 0.0, x).to(tl.int32, bitcast=True)
                 key = bits ^ ((bits >> 31) & 0x7FFFFFFF)
@@ -116,7 +149,9 @@ def probe_kernel(x_ptr, first_ptr, row_max_ptr, band_ptr, V, seg_len, out_i_ptr,
     tl.store(out_i_ptr + slot * 4 + 1, tl.sum(lane_mass, axis=0))
     tl.store(out_i_ptr + slot * 4 + 2, tl.sum(counts, axis=0).to(tl.int64))
     tl.store(out_i_ptr + slot * 4 + 3, tl.sum(counts2, axis=0).to(tl.int64)
-             + tl.sum(lane_band, axis=0) + count + tl.sum((lane_packed & 15).to(tl.int64), axis=0))
+             + tl.sum(lane_band, axis=0) + count + tl.sum((lane_packed & 15).to(tl.int64), axis=0)
+             + tl.sum(((word1 ^ word2 ^ word3 ^ word4 ^ word5 ^ word6 ^ word7) & 15).to(tl.int64),
+                      axis=0))
 
 
 def _key_value(key: torch.Tensor) -> torch.Tensor:
@@ -162,6 +197,7 @@ def main() -> None:
     ap.add_argument("--device", default="cuda", help="cpu: a smoke run under TRITON_INTERPRET=1")
     ap.add_argument("--band-values", type=int, default=64)
     ap.add_argument("--band-rank", type=int, default=0)
+    ap.add_argument("--workload", default="zipf", choices=["zipf", "gaussian"])
     args = ap.parse_args()
     dtype = getattr(torch, args.dtype)
     key_shift = {torch.bfloat16: 16, torch.float16: 13}.get(dtype, 0)
@@ -169,7 +205,9 @@ def main() -> None:
     seg_len = min(8192, triton.next_power_of_2(V))
     nseg = -(-V // seg_len)
     rng = np.random.default_rng(5)
-    x = torch.from_numpy(generators.zipf_logits(B, V, 1.1, rng)).to(args.device, dtype)
+    rows = (generators.zipf_logits(B, V, 1.1, rng) if args.workload == "zipf"
+            else rng.normal(0.0, 2.0, size=(B, V)).astype(np.float32))
+    x = torch.from_numpy(rows).to(args.device, dtype)
     first, band, row_max = band_starts(x, 0.9, key_shift, args.band_values, args.band_rank)
     cap_seg = 256
     slot_val = torch.zeros(B * nseg * cap_seg, dtype=torch.float32, device=args.device)
@@ -186,7 +224,8 @@ def main() -> None:
             def run(step=step, block=block, warps=warps):
                 probe_kernel[(B, nseg)](x, first, row_max, band, V, seg_len, out_i, out_f,
                                         slot_val, slot_idx, BLOCK=block, STEP=STEPS[step],
-                                        KEY_SHIFT=key_shift, CAP_SEG=cap_seg, num_warps=warps)
+                                        KEY_SHIFT=key_shift, CAP_SEG=cap_seg,
+                                        WORDS=-(-args.band_values // 8), num_warps=warps)
             run()
             if not gpu:
                 print(f"{cfg:>8} {step:>10} ran: {out_i.view(B * nseg, 4).sum(0).tolist()}")

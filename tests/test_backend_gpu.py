@@ -324,6 +324,52 @@ def test_jax_eager_top_k(calls):
     assert v.unsafe_buffer_pointer() == calls[-1]["out_ptr"][0]
 
 
+def test_jax_eager_orders_the_streams_both_ways():
+    """No host synchronisation, and still ordered: (1) the input is the output of a JAX program
+    still running when the call starts (torch's stream must wait for it); (2) torch's stream is
+    held back by a GPU sleep before the call, and JAX reads the result right after it (JAX's
+    stream must wait for the kernel). Each round scales the logits by another power of two, so
+    a read of stale memory (the previous round's buffers) gives wrong values."""
+    jax, gpus = _jax()
+    import jax.numpy as jnp
+    import torch
+
+    import qrita
+
+    x_np = _logits_np(16)
+    eye = jax.device_put(np.eye(2048, dtype=np.float32), gpus[0])
+    x_dev = jax.device_put(x_np, gpus[0])
+
+    @jax.jit
+    def slow_scale(x, eye, scale):
+        y = eye
+        for _ in range(24):  # milliseconds of GPU time; y stays the identity exactly
+            y = y @ eye
+        return x * (y[0, 0] * scale)
+
+    jax.block_until_ready(slow_scale(x_dev, eye, jnp.float32(1.0)))
+    for r in range(4):
+        scale = 2.0 ** (r - 1)
+        want_x = x_np * np.float32(scale)
+        x = slow_scale(x_dev, eye, jnp.float32(scale))  # still running
+        out = qrita.top_k_top_p_mask(x, 5, 0.9)
+        assert_mask_ok(np.asarray(out), want_x, 5, 0.9)
+        v, i = qrita.top_k(x, 7)
+        ov, oi = oracle.top_k(want_x, 7)
+        np.testing.assert_array_equal(np.asarray(v), ov)
+        np.testing.assert_array_equal(np.asarray(i), oi)
+
+        jax.block_until_ready(x)
+        torch.cuda._sleep(4_000_000)  # about 2 ms on torch's stream before the kernels
+        out = qrita.top_k_top_p_mask(x, 5, 0.9)
+        doubled = np.asarray(out * 2)  # a JAX program on the result, queued at once
+        assert_mask_ok(doubled / 2, want_x, 5, 0.9)
+        torch.cuda._sleep(4_000_000)
+        v, i = qrita.top_k(x, 7)
+        np.testing.assert_array_equal(np.asarray(i + 0), oi)
+        np.testing.assert_array_equal(np.asarray(v * 1), ov)
+
+
 def test_jax_inplace_is_an_error():
     jax, gpus = _jax()
     import qrita

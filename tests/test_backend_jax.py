@@ -209,6 +209,98 @@ def test_direct_import_without_the_version_in_jax_dlpack(monkeypatch):
         _jax._jax_internals.cache_clear()
 
 
+class _FakeStreams:
+    """torch's CUDA getters as the direct exchanges see them, on a CPU machine: device 0 is
+    current and its current stream has the handle ``current``; events and streams are logged."""
+
+    def __init__(self, torch, current):
+        self.torch, self.current, self.log = torch, current, []
+
+    def getters(self):
+        return (lambda: 0, lambda index: self.current, self.torch._C._from_dlpack,
+                self.torch._C._to_dlpack, True)
+
+
+@pytest.mark.parametrize("current, passed", [(0, 1), (1234, 1234)])
+def test_direct_export_passes_torchs_current_stream(monkeypatch, current, passed):
+    """``to_torch`` by jaxlib's export with torch's current stream on the array's device (the
+    legacy default stream, handle 0, is passed as 1, as DLPack asks), imported by torch's C
+    function: zero-copy and exact. Any failure falls back to ``torch.from_dlpack``."""
+    torch = pytest.importorskip("torch")
+    fake = _FakeStreams(torch, current)
+    internals = _jax._jax_internals()
+    assert internals is not None
+    real_export = internals[2].buffer_to_dlpack_managed_tensor
+    seen = []
+
+    def export(x, stream=None):
+        seen.append(stream)
+        return real_export(x, stream=None)  # a CPU buffer takes no stream
+
+    class Lib:  # jaxlib's module with the export logged
+        def __getattr__(self, name):
+            return export if name == "buffer_to_dlpack_managed_tensor" else getattr(
+                internals[2], name)
+
+    monkeypatch.setattr(_jax, "_torch_cuda_getters", fake.getters)
+    monkeypatch.setattr(_jax, "_jax_internals", lambda: (internals[0], internals[1], Lib()))
+    monkeypatch.setattr(_jax, "_export_device", lambda x: 0)
+    x = jnp.arange(24, dtype=jnp.float32).reshape(2, 12) * 1.5
+    t = _jax.to_torch(x)
+    assert seen == [passed]
+    assert t.data_ptr() == x.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(t.numpy(), np.asarray(x))
+    # another device than torch's current one: the public path (which raises there on a GPU)
+    monkeypatch.setattr(_jax, "_export_device", lambda x: 1)
+    assert _jax._direct_export(x) is None
+    monkeypatch.setattr(_jax, "_export_device", lambda x: -1)  # not a single-GPU array
+    assert _jax._direct_export(x) is None
+    assert seen == [passed]
+
+
+def test_export_device_of_a_cpu_array_is_none():
+    assert _jax._export_device(jnp.ones(3)) == -1
+    assert _jax._direct_export(jnp.ones(3)) is None
+
+
+@pytest.mark.parametrize("same_stream", [False, True])
+def test_ordered_capsule_makes_jaxs_stream_wait(monkeypatch, same_stream):
+    """``from_torch``'s capsule: an event recorded on torch's current stream and JAX's stream
+    made to wait for it, once each per call (nothing when both are the same stream), then
+    torch's export of the tensor itself (zero-copy)."""
+    torch = pytest.importorskip("torch")
+    fake = _FakeStreams(torch, 77 if same_stream else 5)
+    log = fake.log
+
+    class Event:
+        def record(self, stream):
+            log.append(("record", stream))
+
+    class Stream:
+        def __init__(self, name):
+            self.name = name
+
+        def wait_event(self, event):
+            log.append(("wait", self))
+
+        def __repr__(self):
+            return self.name
+
+    monkeypatch.setattr(_jax, "_torch_cuda_getters", fake.getters)
+    monkeypatch.setattr(_jax, "_ORDER_EVENTS", {0: (Event(), Stream("jax"))})
+    monkeypatch.setattr(_jax, "_TORCH_STREAMS", {(0, 5): Stream("torch")})
+    t = torch.arange(10, dtype=torch.float32)
+    for _ in range(2):
+        capsule = _jax._ordered_capsule(t, (2, 0), 77)  # kDLCUDA, device 0, JAX's stream 77
+        back = torch._C._from_dlpack(capsule)
+        assert back.data_ptr() == t.data_ptr()
+    want = [] if same_stream else [("record", "torch"), ("wait", "jax")] * 2
+    assert [(a, repr(b)) for a, b in log] == want
+    assert _jax._ordered_capsule(t, (1, 0), None) is None  # a CPU tensor: t.__dlpack__
+    monkeypatch.setattr(_jax, "_torch_cuda_getters", lambda: None)
+    assert _jax._ordered_capsule(t, (2, 0), 77) is None
+
+
 def test_index_dtype_follows_x64():
     assert _jax.index_dtype() == (np.int64 if jax.config.jax_enable_x64 else np.int32)
 

@@ -139,9 +139,78 @@ def to_torch(x: Any) -> Any:
     ``__dlpack__`` exchange makes torch's current stream wait until the buffer is ready.
     """
     _require_concrete(x, "to_torch")
+    t = _direct_export(x)
+    if t is not None:
+        return t
     import torch
 
     return torch.from_dlpack(x)
+
+
+#: sharding -> the CUDA / ROCm device index of a single-GPU array, or -1 (anything else), for
+#: :func:`_direct_export`
+_EXPORT_DEVICES: dict[Any, int] = {}
+
+
+def _export_device(x: Any) -> int:
+    """The GPU index of a single-GPU array (-1 for any other), looked up by its sharding."""
+    sharding = x.sharding
+    try:
+        index = _EXPORT_DEVICES.get(sharding)
+    except TypeError:  # an unhashable sharding: no cache
+        index, sharding = None, None
+    if index is None:
+        devices = _devices(x)
+        index = -1
+        if len(devices) == 1 and devices[0].platform in ("gpu", "cuda", "rocm"):
+            index = int(getattr(devices[0], "local_hardware_id", None) or devices[0].id)
+        if sharding is not None:
+            if len(_EXPORT_DEVICES) >= 256:
+                _EXPORT_DEVICES.clear()
+            _EXPORT_DEVICES[sharding] = index
+    return index
+
+
+def _direct_export(x: Any) -> Any:
+    """``torch.from_dlpack(x)`` for a single-GPU array without the per-call Python of both
+    libraries' DLPack exchange, or None (the caller then takes the public path).
+
+    The steps are the exchange's own: jaxlib's ``buffer_to_dlpack_managed_tensor`` with torch's
+    current stream on the array's device (jaxlib makes that stream wait until the buffer is
+    ready; the CUDA legacy default stream is passed as 1, as DLPack asks) and torch's import of
+    the capsule. This uses JAX internals (``jax._src``); any error gives None.
+    """
+    try:
+        internals = _jax_internals()
+        getters = _torch_cuda_getters()
+        if internals is None or getters is None:
+            return None
+        index = _export_device(x)
+        if index < 0:
+            return None
+        get_device, get_stream, from_capsule, _, is_cuda = getters
+        if int(get_device()) != index:
+            return None  # the public path raises the proper error (torch exports per device)
+        stream = int(get_stream(index))
+        if stream == 0 and is_cuda:
+            stream = 1
+        return from_capsule(internals[2].buffer_to_dlpack_managed_tensor(x, stream=stream))
+    except Exception:  # noqa: BLE001 - any surprise: the public path
+        return None
+
+
+@functools.cache
+def _torch_cuda_getters() -> tuple[Any, Any, Any, Any, bool] | None:
+    """torch's C functions the direct exchanges use: the current device, the current raw
+    stream of a device, the capsule import and export; and whether this is a CUDA (not ROCm)
+    build. None where this torch lacks one (the public paths then answer)."""
+    import torch
+
+    names = ("_cuda_getDevice", "_cuda_getCurrentRawStream", "_from_dlpack", "_to_dlpack")
+    found = [getattr(torch._C, n, None) for n in names]
+    if any(f is None for f in found):
+        return None
+    return (*found, torch.version.hip is None)
 
 
 def index_dtype() -> np.dtype:
@@ -189,13 +258,55 @@ def _direct_import(t: Any) -> Any:
                 stream = None
             target = _IMPORT_TARGETS[key] = (device, stream)
         device, stream = target
-        arr = _jax.dlpack_managed_tensor_to_buffer(t.__dlpack__(stream=stream), device, stream,
-                                                   None, key[0])
+        capsule = _ordered_capsule(t, key, stream)
+        if capsule is None:
+            capsule = t.__dlpack__(stream=stream)
+        arr = _jax.dlpack_managed_tensor_to_buffer(capsule, device, stream, None, key[0])
         if arr.dtype not in _CANONICAL and arr.dtype != dtypes.canonicalize_dtype(arr.dtype):
             return None
         return arr
     except Exception:  # noqa: BLE001 - any surprise: the public path (which raises properly)
         return None
+
+
+#: (device index, raw stream handle) -> torch's Stream object of that handle; device index ->
+#: (an Event to record, JAX's stream for external ready events as a torch ExternalStream)
+_TORCH_STREAMS: dict[tuple[int, int], Any] = {}
+_ORDER_EVENTS: dict[int, tuple[Any, Any]] = {}
+
+
+def _ordered_capsule(t: Any, key: tuple[int, int], stream: Any) -> Any:
+    """``t.__dlpack__(stream=stream)`` for a CUDA / ROCm tensor, without its per-call Python: an
+    event recorded on torch's current stream, JAX's stream made to wait for it (nothing when
+    they are the same stream), then torch's capsule export. The event and the streams' torch
+    objects are made once per device. None where this cannot apply (CPU tensors, no stream,
+    another device than the current one): the caller takes ``t.__dlpack__``."""
+    import torch
+
+    getters = _torch_cuda_getters()
+    if getters is None or stream is None or key[0] == 1:  # 1: kDLCPU
+        return None
+    get_device, get_stream, _, to_capsule, _ = getters
+    index = key[1]
+    if int(get_device()) != index:
+        return None
+    current = int(get_stream(index))
+    if current != int(stream):
+        order = _ORDER_EVENTS.get(index)
+        if order is None:
+            device = torch.device("cuda", index)
+            order = _ORDER_EVENTS[index] = (
+                torch.cuda.Event(), torch.cuda.ExternalStream(int(stream), device=device))
+        event, jax_stream = order
+        torch_stream = _TORCH_STREAMS.get((index, current))
+        if torch_stream is None:
+            torch_stream = torch.cuda.current_stream(index)
+            if len(_TORCH_STREAMS) >= 64:
+                _TORCH_STREAMS.clear()
+            _TORCH_STREAMS[(index, current)] = torch_stream
+        event.record(torch_stream)
+        jax_stream.wait_event(event)
+    return to_capsule(t)
 
 
 #: dtypes JAX never canonicalises (64-bit ones depend on ``jax_enable_x64``)
