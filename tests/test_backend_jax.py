@@ -147,11 +147,9 @@ def test_stream_scope_enters_the_arrays_device_only_when_it_is_not_current(
     torch's device context only when another device is current (read by torch's C getter where
     it has one, else ``torch.cuda.current_device``)."""
     import contextlib
-    import dataclasses
 
     torch = pytest.importorskip("torch")
-    info = dataclasses.replace(_jax.describe(jnp.ones(3)), device="cuda:1", on_gpu=True)
-    monkeypatch.setattr(_jax, "describe", lambda x: info)
+    monkeypatch.setattr(_jax, "_export_device", lambda x: 1)  # a single-GPU array on GPU 1
     if getter:
         monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: current, raising=False)
     else:
@@ -160,9 +158,11 @@ def test_stream_scope_enters_the_arrays_device_only_when_it_is_not_current(
     entered = []
     monkeypatch.setattr(torch.cuda, "device",
                         lambda index: entered.append(index) or contextlib.nullcontext())
-    with _jax.stream_scope(jnp.ones(3)):
+    scope = _jax.stream_scope(jnp.ones(3))
+    with scope:
         pass
     assert entered == ([1] if enters else [])
+    assert (scope is _jax._NO_SCOPE) == (not enters)  # no context built for nothing to enter
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int32", "bool", "int64"])

@@ -168,8 +168,11 @@ def _torch_runs_on(index: int, ptr: int) -> bool:
             and int(torch.cuda.current_stream().cuda_stream) == ptr)
 
 
-@contextlib.contextmanager
-def stream_scope(x: Any) -> Iterator[None]:
+#: the scope of a call that needs no context (a reusable, shared ``nullcontext``)
+_NO_SCOPE = contextlib.nullcontext()
+
+
+def stream_scope(x: Any) -> contextlib.AbstractContextManager[Any]:
     """Run torch work on ``x``'s device and on CuPy's current stream for that device.
 
     Inside the scope torch's current device is ``x``'s and torch's current stream is CuPy's current
@@ -178,11 +181,10 @@ def stream_scope(x: Any) -> Iterator[None]:
     CuPy work already queued on that stream, and CuPy work queued after the call is ordered after
     the kernel, with no host synchronisation. Call ``to_torch``, the kernel and ``from_torch``
     inside the scope. When torch already runs on that device and stream (the same handle; usually
-    CuPy's null stream and torch's default stream of the current device) the scope does nothing,
-    since entering device and stream contexts costs host time on every call.
+    CuPy's null stream and torch's default stream of the current device) the scope is a shared
+    ``nullcontext``, since entering device and stream contexts costs host time on every call.
     """
     import cupy
-    import torch
 
     index = int(x.device.id)
     if index == cupy.cuda.runtime.getDevice():
@@ -191,8 +193,15 @@ def stream_scope(x: Any) -> Iterator[None]:
         with cupy.cuda.Device(index):
             ptr = int(cupy.cuda.get_current_stream().ptr)
     if _torch_runs_on(index, ptr):
-        yield  # torch already runs on this device and stream (usually both legacy defaults)
-        return
+        return _NO_SCOPE  # torch already runs on this device and stream (usually both defaults)
+    return _on_stream(index, ptr)
+
+
+@contextlib.contextmanager
+def _on_stream(index: int, ptr: int) -> Iterator[None]:
+    """torch's device ``index`` and its stream of handle ``ptr`` (0: the default stream)."""
+    import torch
+
     device = torch.device("cuda", index)
     stream = (
         torch.cuda.default_stream(device)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -403,30 +402,33 @@ def from_numpy(a: np.ndarray, like: Any) -> Any:
     return jax.device_put(a, _devices(like)[0])
 
 
-@contextlib.contextmanager
-def stream_scope(x: Any) -> Iterator[None]:
+#: the scope of a call that needs no context (a reusable, shared ``nullcontext``)
+_NO_SCOPE = contextlib.nullcontext()
+
+
+def stream_scope(x: Any) -> contextlib.AbstractContextManager[Any]:
     """Context for running a kernel on ``x``'s torch view.
 
     For a single-device GPU array it makes that device torch's current device (an array on GPU 1
     runs on GPU 1). Streams need nothing more: the DLPack exchange orders them both ways
     (``to_torch`` makes torch's current stream wait for the JAX buffer, ``from_torch`` makes JAX's
     stream wait for torch's), so nothing blocks the host. Call ``to_torch``, the kernel and
-    ``from_torch`` inside the scope. Elsewhere it does nothing.
+    ``from_torch`` inside the scope. Elsewhere, and when the array's device is already torch's
+    current one (the usual case), it is a shared ``nullcontext``: entering a context costs host
+    time on every call.
     """
-    info = None if is_traced(x) else describe(x)
-    if info is None or not info.on_gpu:
-        yield
-        return
+    if is_traced(x):
+        return _NO_SCOPE
+    index = _export_device(x)
+    if index < 0:
+        return _NO_SCOPE
     import torch
 
-    index = int(info.device.split(":", 1)[1])
     # (torch's C getter where it has one: ``torch.cuda.current_device`` adds a Python layer)
     current = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
-    if index == current():  # already current: entering costs host time
-        yield
-        return
-    with torch.cuda.device(index):
-        yield
+    if index == current():
+        return _NO_SCOPE
+    return torch.cuda.device(index)
 
 
 def traced_masks(logits: Any, k: Any = None, p: Any = None, *, fill: float = float("-inf")) -> Any:

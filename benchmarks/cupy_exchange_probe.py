@@ -1,0 +1,99 @@
+"""Host µs of ways to cross a DLPack capsule between CuPy and torch (issue 5; not a test).
+
+The CuPy adapter crosses by CuPy's deprecated ``toDlpack`` / ``fromDlpack`` with their warning
+filtered, inside a scope where torch and CuPy run on the same stream. Python's warning
+machinery still matches the filters on every call. This times the alternatives on one
+(1, 131072) float32 array, back to back (best of 5 x 2000 calls):
+
+- CuPy -> torch: the deprecated ``toDlpack`` + torch's C import; CuPy's ``__dlpack__`` with the
+  current stream's handle (nothing to order) + torch's C import; ``torch.from_dlpack``;
+- torch -> CuPy: torch's C export + the deprecated ``fromDlpack``; ``cupy.from_dlpack`` of a
+  holder whose ``__dlpack__`` returns torch's capsule; ``cupy.from_dlpack(t)``.
+
+    python benchmarks/cupy_exchange_probe.py [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import time
+import warnings
+
+
+class _Held:
+    """A DLPack producer that hands over a capsule already made (torch's), for one import."""
+
+    __slots__ = ("capsule", "device")
+
+    def __init__(self, capsule, device):
+        self.capsule, self.device = capsule, device
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def _best_us(fn, n: int = 2000) -> float:
+    for _ in range(50):
+        fn()
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    import cupy
+    import torch
+    from cupy._core import dlpack as cdl
+
+    warnings.filterwarnings("ignore", message="This function is deprecated")
+    x = cupy.zeros((1, 131072), dtype=cupy.float32)
+    t = torch.zeros((1, 131072), dtype=torch.float32, device="cuda")
+    ptr = int(cupy.cuda.get_current_stream().ptr)
+    handle = 1 if ptr == 0 else ptr  # DLPack's name for CUDA's legacy default stream
+    device = t.__dlpack_device__()
+    from_c, to_c = torch._C._from_dlpack, torch._C._to_dlpack
+    cases = {
+        "cupy -> torch: toDlpack + torch C import": lambda: from_c(cdl.toDlpack(x)),
+        "cupy -> torch: x.__dlpack__(stream=current) + C": lambda: from_c(
+            x.__dlpack__(stream=handle)),
+        "cupy -> torch: torch.from_dlpack(x)": lambda: torch.from_dlpack(x),
+        "torch -> cupy: torch C export + fromDlpack": lambda: cdl.fromDlpack(to_c(t)),
+        "torch -> cupy: cupy.from_dlpack(held capsule)": lambda: cupy.from_dlpack(
+            _Held(to_c(t), device)),
+        "torch -> cupy: cupy.from_dlpack(t)": lambda: cupy.from_dlpack(t),
+        "cupy current stream ptr": lambda: cupy.cuda.get_current_stream().ptr,
+        "cupy runtime getDevice": cupy.cuda.runtime.getDevice,
+    }
+    lines = [f"cupy {cupy.__version__} torch {torch.__version__}; stream handle {ptr}; "
+             f"{len(warnings.filters)} warning filters; host µs per call, best of 5 x 2000"]
+    for name, fn in cases.items():
+        try:
+            lines.append(f"{name:<52} {_best_us(fn):8.2f}")
+        except Exception as err:  # noqa: BLE001
+            lines.append(f"{name:<52} failed: {type(err).__name__}: {err}"[:200])
+        print(lines[-1], flush=True)
+    back = cupy.from_dlpack(_Held(to_c(t), device))
+    there = from_c(x.__dlpack__(stream=handle))
+    lines.append(f"zero-copy: held {back.data.ptr == t.data_ptr()}, "
+                 f"__dlpack__ {there.data_ptr() == x.data.ptr}")
+    print(lines[-1])
+    if args.out:
+        path = pathlib.Path(args.out)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "cupy_exchange_probe.txt").write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
