@@ -58,10 +58,36 @@ def _host_dtype_in(a: np.ndarray) -> np.ndarray:
 
 
 def _torch_view(buf: Any) -> Any:
-    """A torch tensor on a buffer_callback Buffer (or any DLPack producer), zero-copy."""
+    """A torch tensor on a buffer_callback Buffer (or any DLPack producer), zero-copy.
+
+    The Buffer's capsule goes to torch's C import directly (``torch.from_dlpack`` would ask the
+    producer for its device and stream first: host time at every execution)."""
     import torch
 
-    return torch.from_dlpack(buf.__dlpack__())
+    from_capsule = getattr(torch._C, "_from_dlpack", None)
+    if from_capsule is None:  # pragma: no cover - a torch without the C import
+        return torch.from_dlpack(buf.__dlpack__())
+    return from_capsule(buf.__dlpack__())
+
+
+#: (device index, XLA's stream handle) -> torch's Stream object on it, made once (XLA runs a
+#: device's work on the same stream at every execution)
+_XLA_STREAMS: dict[tuple[int, int], Any] = {}
+
+
+def _xla_stream(index: int, ptr: int) -> Any:
+    """torch's Stream object for XLA's stream handle ``ptr`` on device ``index`` (cached)."""
+    import torch
+
+    stream = _XLA_STREAMS.get((index, ptr))
+    if stream is None:
+        device = torch.device("cuda", index)
+        stream = (torch.cuda.default_stream(device) if ptr == 0
+                  else torch.cuda.ExternalStream(ptr, device=device))
+        if len(_XLA_STREAMS) >= 64:
+            _XLA_STREAMS.clear()
+        _XLA_STREAMS[(index, ptr)] = stream
+    return stream
 
 
 @contextlib.contextmanager
@@ -69,13 +95,8 @@ def _on_xla_stream(ctx: Any, device: Any) -> Iterator[None]:
     """Make XLA's stream for this execution torch's current stream on ``device``."""
     import torch
 
-    ptr = int(ctx.stream)
-    stream = (
-        torch.cuda.default_stream(device)
-        if ptr == 0
-        else torch.cuda.ExternalStream(ptr, device=device)
-    )
-    with torch.cuda.device(device), torch.cuda.stream(stream):
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    with torch.cuda.device(index), torch.cuda.stream(_xla_stream(index, int(ctx.stream))):
         yield
 
 
