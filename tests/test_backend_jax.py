@@ -443,3 +443,33 @@ def test_api_under_jit_inplace_is_an_error(rng):
     x = _logits(rng, (2, 10), "float32")
     with pytest.raises(ValueError, match="inplace"):
         jax.jit(lambda x: q.top_k_mask(x, 3, inplace=True))(x)
+
+
+def test_xla_stream_objects_are_made_once_per_device_and_handle(monkeypatch):
+    """The jit callback's torch object for XLA's stream is made once per (device, handle): the
+    default stream for handle 0, an ExternalStream otherwise."""
+    torch = pytest.importorskip("torch")
+    from qrita.backends import _jax_jit
+
+    made = []
+    monkeypatch.setattr(torch.cuda, "ExternalStream",
+                        lambda ptr, device: made.append(("external", ptr, device.index))
+                        or f"external {ptr} on {device.index}")
+    monkeypatch.setattr(torch.cuda, "default_stream",
+                        lambda device: made.append(("default", device.index)) or "default")
+    monkeypatch.setattr(_jax_jit, "_XLA_STREAMS", {})
+    assert _jax_jit._xla_stream(0, 77) == "external 77 on 0"
+    assert _jax_jit._xla_stream(0, 77) == "external 77 on 0"
+    assert _jax_jit._xla_stream(0, 0) == "default"
+    assert _jax_jit._xla_stream(1, 77) == "external 77 on 1"
+    assert _jax_jit._xla_stream(0, 0) == "default"
+    assert made == [("external", 77, 0), ("default", 0), ("external", 77, 1)]
+
+
+def test_torch_view_of_a_dlpack_producer_is_zero_copy():
+    torch = pytest.importorskip("torch")
+    from qrita.backends import _jax_jit
+
+    t = torch.arange(7, dtype=torch.float32)
+    view = _jax_jit._torch_view(t)
+    assert view.data_ptr() == t.data_ptr() and torch.equal(view, t)
