@@ -1222,6 +1222,9 @@ if [[ $stage == s50d ]]; then  # (~250 s) issue 5: where a jitted call's host ti
   timeout "${TESTS_S:-200}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \
     tests/test_backend_gpu.py -k "jax_jit" 2>&1 | tee "$OUT/pytest_gpu_s50d.log" \
     | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
+  # where CuPy's remaining ~19 µs a call goes (cProfile per library)
+  timeout 90 python3 benchmarks/adapter_profile.py --calls 500 --out "$OUT" 2>&1 \
+    | grep -v -i warn | head -12
 fi
 if [[ $stage == s50c ]]; then  # (~250 s) issue 5: the stream-ordering test broken on purpose (benchmarks/mutate_jax_order.py: both mutations must fail it), CuPy's exchange alternatives (cupy_exchange_probe), the adapters' GPU tests after the stream scopes became plain functions, the host table again
   for m in nowait wrongstream; do
