@@ -473,3 +473,53 @@ def test_torch_view_of_a_dlpack_producer_is_zero_copy():
     t = torch.arange(7, dtype=torch.float32)
     view = _jax_jit._torch_view(t)
     assert view.data_ptr() == t.data_ptr() and torch.equal(view, t)
+
+
+@pytest.mark.parametrize("current_device", [0, 1])
+def test_xla_stream_scope_sets_and_restores_by_torchs_setters(monkeypatch, current_device):
+    """The jit callback's scope makes XLA's stream (and its device) torch's current ones by
+    torch's C setters and restores the previous stream, then the previous device; a torch
+    without those setters takes the public contexts."""
+    import contextlib
+    import types
+
+    torch = pytest.importorskip("torch")
+    from qrita.backends import _jax_jit
+
+    log = []
+    state = {"device": current_device}
+
+    def set_device(index):
+        log.append(("device", index))
+        state["device"] = index
+
+    def set_stream(stream_id, device_index, device_type):
+        log.append(("stream", stream_id, device_index))
+        state["device"] = device_index  # as torch's setter: the stream's device becomes current
+
+    fakes = {"_cuda_getDevice": lambda: state["device"], "_cuda_setDevice": set_device,
+             "_cuda_getCurrentStream": lambda index: (5, index, 1),
+             "_cuda_setStream": set_stream}
+    for name, fn in fakes.items():
+        monkeypatch.setattr(torch._C, name, fn, raising=False)
+    monkeypatch.setattr(_jax_jit, "_xla_stream", lambda index, ptr: types.SimpleNamespace(
+        stream_id=ptr * 10, device_index=index, device_type=1))
+    ctx = types.SimpleNamespace(stream=7)
+    with _jax_jit._on_xla_stream(ctx, torch.device("cuda", 0)):
+        assert state["device"] == 0
+        log.append("body")
+    moved = current_device != 0
+    assert log == ([("device", 0)] if moved else []) + [("stream", 70, 0), "body",
+                                                        ("stream", 5, 0)] + (
+        [("device", current_device)] if moved else [])
+    assert state["device"] == current_device
+
+    monkeypatch.delattr(torch._C, "_cuda_setStream")
+    entered = []
+    monkeypatch.setattr(torch.cuda, "device",
+                        lambda index: entered.append(("device", index)) or contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "stream",
+                        lambda s: entered.append(("stream", s.stream_id)) or contextlib.nullcontext())
+    with _jax_jit._on_xla_stream(ctx, torch.device("cuda", 0)):
+        pass
+    assert entered == [("device", 0), ("stream", 70)]

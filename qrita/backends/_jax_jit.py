@@ -90,13 +90,66 @@ def _xla_stream(index: int, ptr: int) -> Any:
     return stream
 
 
-@contextlib.contextmanager
-def _on_xla_stream(ctx: Any, device: Any) -> Iterator[None]:
-    """Make XLA's stream for this execution torch's current stream on ``device``."""
+class _RawStreamScope:
+    """torch's current device and stream set to XLA's by torch's C setters, and restored.
+
+    ``torch.cuda.device`` and ``torch.cuda.stream`` do the same through Python layers that cost
+    ~50 µs of host time per execution of a jitted call on an H100 host (cProfile, BENCHMARKS.md
+    fiftieth session); the callback's whole Python took 79 µs of a 104 µs call.
+    """
+
+    __slots__ = ("index", "stream", "prev_device", "prev_stream")
+
+    def __init__(self, index: int, stream: tuple[int, int, int]) -> None:
+        self.index, self.stream = index, stream
+
+    def __enter__(self) -> None:
+        import torch
+
+        c = torch._C
+        self.prev_device = int(c._cuda_getDevice())
+        if self.prev_device != self.index:
+            c._cuda_setDevice(self.index)
+        self.prev_stream = c._cuda_getCurrentStream(self.index)
+        stream_id, device_index, device_type = self.stream
+        c._cuda_setStream(stream_id=stream_id, device_index=device_index,
+                          device_type=device_type)
+
+    def __exit__(self, *exc: object) -> bool:
+        import torch
+
+        c = torch._C
+        stream_id, device_index, device_type = self.prev_stream[:3]
+        c._cuda_setStream(stream_id=stream_id, device_index=device_index,
+                          device_type=device_type)
+        if self.prev_device != self.index:
+            c._cuda_setDevice(self.prev_device)
+        return False
+
+
+_RAW_SETTERS = ("_cuda_getDevice", "_cuda_setDevice", "_cuda_getCurrentStream",
+                "_cuda_setStream")
+
+
+def _on_xla_stream(ctx: Any, device: Any) -> contextlib.AbstractContextManager[Any]:
+    """Make XLA's stream for this execution torch's current stream on ``device`` (and that
+    device torch's current one) inside the returned context; restored after it."""
     import torch
 
     index = device.index if device.index is not None else torch.cuda.current_device()
-    with torch.cuda.device(index), torch.cuda.stream(_xla_stream(index, int(ctx.stream))):
+    stream = _xla_stream(index, int(ctx.stream))
+    if all(hasattr(torch._C, name) for name in _RAW_SETTERS):
+        return _RawStreamScope(index, (stream.stream_id, stream.device_index,
+                                       stream.device_type))
+    return _public_stream_scope(index, stream)
+
+
+@contextlib.contextmanager
+def _public_stream_scope(index: int, stream: Any) -> Iterator[None]:
+    """:func:`_on_xla_stream` through torch's public contexts (a torch without the setters)."""
+    import torch
+
+    with torch.cuda.device(index), torch.cuda.stream(stream):
         yield
 
 
