@@ -109,6 +109,24 @@ def main() -> int:
             except Exception as err:  # noqa: BLE001
                 lines.append(f"buffer_callback {cb_name} {compatible}: {type(err).__name__}: {err}")
                 print(lines[-1])
+    # the callback's stream scope alone, both ways, on this host: torch's public contexts
+    # against the C setters (what _on_xla_stream takes where torch has them)
+    side = torch.cuda.Stream()
+    ctx = type("Ctx", (), {"stream": side.cuda_stream})()
+    device = torch.device("cuda", torch.cuda.current_device())
+
+    def public_scope():
+        with _jax_jit._public_stream_scope(device.index, side):
+            pass
+
+    def raw_scope():
+        with _jax_jit._on_xla_stream(ctx, device):
+            pass
+
+    for name, fn in (("stream scope: torch.cuda.device + torch.cuda.stream", public_scope),
+                     ("stream scope: _on_xla_stream (C setters)", raw_scope)):
+        lines.append(f"{name:<58} {_host_us(fn, lambda: None, n=3000):8.2f}")
+        print(lines[-1], flush=True)
     inner = {"s": 0.0, "n": 0}
     real = _jax_jit._gpu_masks_callback
 
