@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np  # noqa: E402
+from adapter_overhead import write_lines  # noqa: E402
 
 
 def _sleep_cycles(torch, sleep_us: float) -> int:
@@ -186,10 +186,7 @@ def main() -> int:
         if jax_stream is not None:
             for cname, call in calls.items():
                 row(f"jax {cname} (JAX stream)", lambda s, call=call: call(x_j), jax_sleep)
-    if args.out:
-        path = pathlib.Path(args.out)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "adapter_block_probe.txt").write_text("\n".join(lines) + "\n")
+    write_lines(args.out, "adapter_block_probe.txt", lines)
     return 0
 
 

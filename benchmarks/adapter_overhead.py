@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -54,6 +55,14 @@ def _host_us(fn, sync, n: int = 400) -> float:
         sync()
         best = min(best, (time.perf_counter() - t0) / n * 1e6)
     return best
+
+
+def write_lines(out: str | None, name: str, lines: list[str]) -> None:
+    """The probes' report: ``lines`` into ``out/name`` (nothing when ``out`` is None)."""
+    if out:
+        path = pathlib.Path(out)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text("\n".join(lines) + "\n")
 
 
 def host_calls(qrita) -> dict:

@@ -16,9 +16,9 @@ machinery still matches the filters on every call. This times the alternatives o
 from __future__ import annotations
 
 import argparse
-import pathlib
-import time
 import warnings
+
+from adapter_overhead import _host_us, write_lines
 
 
 class _Held:
@@ -34,18 +34,6 @@ class _Held:
 
     def __dlpack_device__(self):
         return self.device
-
-
-def _best_us(fn, n: int = 2000) -> float:
-    for _ in range(50):
-        fn()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
-    return best
 
 
 def main() -> int:
@@ -79,7 +67,7 @@ def main() -> int:
              f"{len(warnings.filters)} warning filters; host µs per call, best of 5 x 2000"]
     for name, fn in cases.items():
         try:
-            lines.append(f"{name:<52} {_best_us(fn):8.2f}")
+            lines.append(f"{name:<52} {_host_us(fn, lambda: None, n=2000):8.2f}")
         except Exception as err:  # noqa: BLE001
             lines.append(f"{name:<52} failed: {type(err).__name__}: {err}"[:200])
         print(lines[-1], flush=True)
@@ -88,10 +76,7 @@ def main() -> int:
     lines.append(f"zero-copy: held {back.data.ptr == t.data_ptr()}, "
                  f"__dlpack__ {there.data_ptr() == x.data.ptr}")
     print(lines[-1])
-    if args.out:
-        path = pathlib.Path(args.out)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "cupy_exchange_probe.txt").write_text("\n".join(lines) + "\n")
+    write_lines(args.out, "cupy_exchange_probe.txt", lines)
     return 0
 
 

@@ -2,7 +2,7 @@
 
 Inside jit the kernels run from a ``buffer_callback``: at each execution XLA calls back into
 Python, which launches the Triton kernels on XLA's stream. This times, host µs per call back to
-back (no sync; best of 5 x 300, B = 1, V = 131072, float32):
+back (no sync; best of 5 x 400, B = 1, V = 131072, float32):
 
 - a jitted ``x + 1`` (JAX's own dispatch floor);
 - a jitted ``buffer_callback`` that does nothing, and one that runs a torch add on XLA's buffers
@@ -23,27 +23,13 @@ import argparse
 import cProfile
 import io
 import os
-import pathlib
 import pstats
 import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np  # noqa: E402
-
-
-def _host_us(fn, sync, n: int = 300) -> float:
-    for _ in range(30):
-        fn()
-    sync()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
-    return best
+from adapter_overhead import _host_us, write_lines  # noqa: E402
 
 
 def main() -> int:
@@ -165,10 +151,7 @@ def main() -> int:
     finally:
         _jax_jit._gpu_masks_callback = real
     print(lines[-1][:4000])
-    if args.out:
-        path = pathlib.Path(args.out)
-        path.mkdir(parents=True, exist_ok=True)
-        (path / f"jax_jit_probe_{args.tag}.txt").write_text("\n".join(lines) + "\n")
+    write_lines(args.out, f"jax_jit_probe_{args.tag}.txt", lines)
     return 0
 
 

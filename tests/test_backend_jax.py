@@ -523,3 +523,18 @@ def test_xla_stream_scope_sets_and_restores_by_torchs_setters(monkeypatch, curre
     with _jax_jit._on_xla_stream(ctx, torch.device("cuda", 0)):
         pass
     assert entered == [("device", 0), ("stream", 70)]
+
+
+@pytest.mark.parametrize("devices, want", [
+    ([("gpu", 0, 3)], 0),  # the local hardware id, even when 0 (not the global id)
+    ([("cuda", None, 2)], 2),  # no local hardware id: the id
+    ([("rocm", 1, 1)], 1),
+    ([("cpu", None, 0)], -1),
+    ([("gpu", 0, 0), ("gpu", 1, 1)], -1),  # sharded over two GPUs: the public path
+])
+def test_export_device_is_the_local_gpu_index(monkeypatch, devices, want):
+    import types
+
+    fake = [types.SimpleNamespace(platform=p, local_hardware_id=h, id=i) for p, h, i in devices]
+    monkeypatch.setattr(_jax, "_devices", lambda x: fake)
+    assert _jax._find_export_device(object()) == want

@@ -76,23 +76,31 @@ _PLACEMENTS: dict[Any, tuple[str, bool]] = {}
 _DTYPE_NAMES: dict[Any, str] = {}
 
 
-def _placement(x: Any) -> tuple[str, bool]:
-    """(device string, on a single GPU) of a concrete array, looked up by its sharding."""
+def _by_sharding(cache: dict[Any, Any], x: Any, compute: Any) -> Any:
+    """``compute(x)``, looked up in ``cache`` by ``x``'s sharding (a few entries per process:
+    one per device or device set the caller's arrays live on; none for an unhashable one)."""
     sharding = x.sharding
     try:
-        found = _PLACEMENTS.get(sharding)
+        found = cache.get(sharding)
     except TypeError:  # an unhashable sharding: no cache
-        found = None
-        sharding = None
+        return compute(x)
     if found is None:
-        devices = _devices(x)
-        found = (",".join(_device_name(d) for d in devices),
-                 len(devices) == 1 and devices[0].platform in ("gpu", "cuda"))
-        if sharding is not None:
-            if len(_PLACEMENTS) >= 256:
-                _PLACEMENTS.clear()
-            _PLACEMENTS[sharding] = found
+        found = compute(x)
+        if len(cache) >= 256:
+            cache.clear()
+        cache[sharding] = found
     return found
+
+
+def _placement(x: Any) -> tuple[str, bool]:
+    """(device string, on a single GPU) of a concrete array, looked up by its sharding."""
+    return _by_sharding(_PLACEMENTS, x, _find_placement)
+
+
+def _find_placement(x: Any) -> tuple[str, bool]:
+    devices = _devices(x)
+    return (",".join(_device_name(d) for d in devices),
+            len(devices) == 1 and devices[0].platform in ("gpu", "cuda"))
 
 
 def _device_name(d: Any) -> str:
@@ -153,21 +161,15 @@ _EXPORT_DEVICES: dict[Any, int] = {}
 
 def _export_device(x: Any) -> int:
     """The GPU index of a single-GPU array (-1 for any other), looked up by its sharding."""
-    sharding = x.sharding
-    try:
-        index = _EXPORT_DEVICES.get(sharding)
-    except TypeError:  # an unhashable sharding: no cache
-        index, sharding = None, None
-    if index is None:
-        devices = _devices(x)
-        index = -1
-        if len(devices) == 1 and devices[0].platform in ("gpu", "cuda", "rocm"):
-            index = int(getattr(devices[0], "local_hardware_id", None) or devices[0].id)
-        if sharding is not None:
-            if len(_EXPORT_DEVICES) >= 256:
-                _EXPORT_DEVICES.clear()
-            _EXPORT_DEVICES[sharding] = index
-    return index
+    return _by_sharding(_EXPORT_DEVICES, x, _find_export_device)
+
+
+def _find_export_device(x: Any) -> int:
+    devices = _devices(x)
+    if len(devices) != 1 or devices[0].platform not in ("gpu", "cuda", "rocm"):
+        return -1
+    index = getattr(devices[0], "local_hardware_id", None)
+    return int(devices[0].id if index is None else index)
 
 
 def _direct_export(x: Any) -> Any:
