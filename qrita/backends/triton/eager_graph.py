@@ -70,6 +70,8 @@ from typing import Any
 import torch
 import triton
 
+from qrita.backends.triton import arena
+
 __all__ = ["ENABLED", "MAX_ROWS", "IN_PLACE", "MAX_BYTES", "SAMPLE", "SAMPLE_ADDRESS",
            "ADDRESS_ROWS", "TOP_K_FROM",
            "MASK_ADDRESS",
@@ -148,7 +150,7 @@ def capturing(device: torch.device) -> bool:
     before the capture, not inside it (a cold compile in the capture took 3-5 s per key on the
     H100; s38b bench). Calls nested in a warm-up (the sampler's masks) take no graph of their
     own."""
-    return getattr(_WARM_UP, "on", False) or (
+    return getattr(_WARM_UP, "on", False) or arena.active() or (
         device.type == "cuda" and torch.cuda.is_current_stream_capturing())
 
 

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import torch
 import triton
 
-from qrita.backends.triton import eager_graph, fastlaunch, philox
+from qrita.backends.triton import arena, eager_graph, fastlaunch, philox
 from qrita.backends.triton.fused_sample import fused_topk_sample_kernel, selection_sample_kernel
 from qrita.backends.triton.fused_select import threshold_select_kernel
 from qrita.backends.triton.fused_topp import fused_topp_sample_kernel
@@ -1155,6 +1155,47 @@ def _plan(cfg: PipelineConfig, has_k: bool, k_array: bool, has_p: bool, p_array:
     return plan
 
 
+_WORKSPACE_PARTS = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f",
+                    "part_i", "part_f", "round_i", "round_f", "miss", "arrive", "row_info")
+
+
+def _workspace_widths(cfg: PipelineConfig, wide: bool, has_row_info: bool) -> tuple[int, ...]:
+    """Int32 words per row of each of :func:`_workspace`'s parts (``_WORKSPACE_PARTS``)."""
+    fixed = wide and cfg.wide_fixed
+    atomic = wide and round_atomic(cfg)
+    # (the rounds' parts per segment: one with their per-row totals, else ``round_split``)
+    split = 1 if atomic else cfg.round_split
+    return (2 if fixed else 1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 8,
+            cfg.nseg * max(split * 32, KEY_PART.value if cfg.key_shift else 0)
+            if wide else 0,
+            cfg.nseg * split * 16 * (2 if fixed else 1) if wide else 0,
+            16 if atomic else 0,  # the rounds' per-row totals: 16 int32 counts,
+            36 if atomic else 0,  # then 16 int64 masses and the two key bounds (int64)
+            2 if wide else 0,  # the rows the band missed: a count, then their indices
+            1 if wide else 0,  # each row's arrival counter in the rounds (``round_merge``)
+            0 if has_row_info else ROW_INFO)
+
+
+def mask_scratch_words(batch: int, vocab: int, dtype: torch.dtype, k, p) -> int:
+    """Int32 words of scratch that :func:`launch_mask` of (``batch``, ``vocab``) rows with
+    these ``k`` / ``p`` takes inside :func:`arena.scratch_arena` (an upper bound).
+
+    ``k`` / ``p``: None, a Python scalar, or any tensor (B,) (its kind is what counts: a meta
+    tensor will do). Inside an arena the pipeline runs as under a capture (no one-launch
+    kernels, no kept buffers), so its scratch is the workspace and the band histogram's counters.
+    """
+    if batch == 0 or vocab == 0:
+        return 0
+    cfg = call_config(pipeline_config(vocab, dtype), vocab, k, p, batch)
+    k_array = isinstance(k, torch.Tensor)
+    k_every_row = k is not None and not k_array and 0 < int(k) < vocab
+    wide = p is not None and not k_every_row
+    words = batch * sum(_workspace_widths(cfg, wide, False))
+    if wide and cfg.hist_bins:
+        words += arena.ALIGN_WORDS + batch * (cfg.hist_bins + 1)
+    return words + arena.ALIGN_WORDS
+
+
 def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, wide: bool):
     """All scratch of one call in one allocation (int32 words; float32 parts are views).
 
@@ -1165,24 +1206,14 @@ def _workspace(batch: int, cfg: PipelineConfig, device: torch.device, row_info, 
     16 more per segment and round part (int64 masses), and ``cutoff`` two words per row so that
     ``row_f`` and ``part_f`` start 8-byte aligned (every other width is even).
     """
-    names = ("cutoff", "cand_val", "cand_idx", "seg_f", "seg_i", "seg_before", "row_f", "part_i",
-             "part_f", "round_i", "round_f", "miss", "arrive", "row_info")
-    fixed = wide and cfg.wide_fixed
+    names = _WORKSPACE_PARTS
     atomic = wide and round_atomic(cfg)
-    # (the rounds' parts per segment: one with their per-row totals, else ``round_split``)
-    split = 1 if atomic else cfg.round_split
-    widths = (2 if fixed else 1, cfg.cap, cfg.cap, cfg.nseg * 4, cfg.nseg * 8, cfg.nseg * 2, 8,
-              cfg.nseg * max(split * 32, KEY_PART.value if cfg.key_shift else 0)
-              if wide else 0,
-              cfg.nseg * split * 16 * (2 if fixed else 1) if wide else 0,
-              16 if atomic else 0,  # the rounds' per-row totals: 16 int32 counts,
-              36 if atomic else 0,  # then 16 int64 masses and the two key bounds (int64)
-              2 if wide else 0,  # the rows the band missed: a count, then their indices
-              1 if wide else 0,  # each row's arrival counter in the rounds (``round_merge``)
-              0 if row_info is not None else ROW_INFO)
+    widths = _workspace_widths(cfg, wide, row_info is not None)
     # one allocation and one split (flat per-part chunks: the kernels index rows themselves);
-    # few host calls, this runs on every call
-    flat = torch.empty(batch * sum(widths), dtype=torch.int32, device=device)
+    # few host calls, this runs on every call. Inside ``arena.scratch_arena``: the caller's.
+    flat = arena.take(batch * sum(widths))
+    if flat is None:
+        flat = torch.empty(batch * sum(widths), dtype=torch.int32, device=device)
     parts = dict(zip(names, flat.split([batch * w for w in widths]), strict=True))
     for name in ("cand_val", "seg_f", "row_f", "part_f", "round_f"):
         parts[name] = parts[name].view(torch.float32)
@@ -1307,8 +1338,12 @@ def _search(x, k, p, cfg, *, smallest, select, out, sel_val, sel_idx, fill, row_
                 bin_counts, arrivals = counters[batch:], counters[:batch]
             else:
                 # the row's bin counters: integer atomics add into them, zero first
-                bin_counts = torch.zeros((batch, cfg.hist_bins), dtype=torch.int32,
-                                         device=x.device)
+                bin_counts = arena.take(batch * cfg.hist_bins, zero=True)
+                if bin_counts is None:
+                    bin_counts = torch.zeros((batch, cfg.hist_bins), dtype=torch.int32,
+                                             device=x.device)
+                else:
+                    bin_counts = bin_counts.view(batch, cfg.hist_bins)
                 arrivals = bin_counts
             # (each segment over ``hist_split`` programs: integer counts, the same band)
             launch_site((site, "hist_count"), hist_band_count_kernel,
@@ -1417,7 +1452,8 @@ def one_launch_scratch(batch: int, cfg: PipelineConfig, device: torch.device) ->
     if (batch > COUNTER_WORDS.value
             or os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "keep") != "keep"
             or eager_graph.capturing(device)):
-        return torch.zeros(words, dtype=torch.int32, device=device)
+        piece = arena.take(words, zero=True)
+        return torch.zeros(words, dtype=torch.int32, device=device) if piece is None else piece
     return _kept_buffer(_KEPT_SCRATCH, _KEPT_VIEWS, words, device)
 
 
@@ -1448,7 +1484,8 @@ def hist_band_scratch(words: int, device: torch.device) -> torch.Tensor:
     zeroed buffer."""
     if (os.environ.get("QRITA_ONE_LAUNCH_SCRATCH", "keep") != "keep"
             or eager_graph.capturing(device)):
-        return torch.zeros(words, dtype=torch.int32, device=device)
+        piece = arena.take(words, zero=True)
+        return torch.zeros(words, dtype=torch.int32, device=device) if piece is None else piece
     return _kept_buffer(_KEPT_HIST, _KEPT_HIST_VIEWS, words, device)
 
 

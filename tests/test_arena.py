@@ -1,0 +1,143 @@
+"""The mask pipeline's scratch from a caller's buffer (``qrita.backends.triton.arena``), as a
+jitted JAX program recorded into XLA's CUDA graphs needs it: exact masks, no scratch from
+torch's allocator, and a size known before the call (``launch.mask_scratch_words``).
+
+On a CPU-only machine the kernels run under the Triton interpreter (small shapes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _triton_env import DEVICE, torch  # first: sets up triton
+
+from qrita.backends.triton import arena, ops  # noqa: E402
+from qrita.backends.triton import launch as launch_module  # noqa: E402
+from qrita.testing import compare, generators  # noqa: E402
+
+
+class _CountingTorch:
+    """``torch`` as launch.py sees it, counting its ``empty`` / ``zeros`` calls."""
+
+    def __init__(self):
+        self.allocations = []
+
+    def __getattr__(self, name):
+        real = getattr(torch, name)
+        if name in ("empty", "zeros"):
+            def counted(*args, **kwargs):
+                self.allocations.append((name, args, kwargs.get("dtype")))
+                return real(*args, **kwargs)
+            return counted
+        return real
+
+
+def _rows(rng, V):
+    return np.concatenate([
+        generators.zipf_logits(1, V, 1.1, rng),
+        generators.quantised(generators.gaussian_logits(1, V, 2.0, rng), 2),  # ties
+        generators.all_equal_rows(1, V),
+        generators.bf16_round(generators.gaussian_logits(1, V, 2.0, rng)),
+    ])
+
+
+def _host(t):
+    t = t.detach().cpu()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy().copy()
+
+
+@pytest.mark.parametrize("hist_bins", [0, 64])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_masks_in_a_scratch_arena_are_exact_and_take_no_torch_scratch(monkeypatch, hist_bins,
+                                                                      dtype):
+    """In place (as the jit callback runs them), every k / p kind: the mask equals the
+    oracle's, the pipeline's scratch all comes from the arena (launch.py asks torch for none),
+    and ``mask_scratch_words`` is enough (a short buffer raises instead of writing past it).
+    The buffer starts full of garbage: nothing may rely on fresh zeros."""
+    from dataclasses import replace
+
+    table = launch_module.pipeline_config
+    monkeypatch.setattr(launch_module, "pipeline_config",
+                        lambda V, dtype: replace(table(V, dtype), hist_bins=hist_bins))
+    counting = _CountingTorch()
+    monkeypatch.setattr(launch_module, "torch", counting)
+    torch_dtype = getattr(torch, dtype)
+    rng = np.random.default_rng(21)
+    V = 1001
+    x_np = _rows(rng, V)
+    x_np[1, 7] = -np.inf
+    x_np[3, 11] = np.nan
+    B = x_np.shape[0]
+    k_rows = np.array([1, 5, V, 40], dtype=np.int64)
+    p_rows = np.array([0.9, 1e-9, 1.0, 0.5], dtype=np.float32)
+    cases = [(5, None), (None, 0.9), (3, 0.8), (k_rows, None), (None, p_rows), (k_rows, p_rows),
+             (V - 1, None), (None, 1.0)]
+    used = []
+    for k, p in cases:
+        x = torch.from_numpy(x_np.copy()).to(DEVICE).to(torch_dtype)
+        x_host = _host(x)
+        k_arg = torch.from_numpy(k).to(DEVICE) if isinstance(k, np.ndarray) else k
+        p_arg = torch.from_numpy(p).to(DEVICE) if isinstance(p, np.ndarray) else p
+        words = launch_module.mask_scratch_words(B, V, torch_dtype, k_arg, p_arg)
+        buffer = torch.full((words,), -123456, dtype=torch.int32, device=DEVICE)
+        counting.allocations.clear()
+        with arena.scratch_arena(buffer):
+            out = ops.top_k_top_p_mask(x, k_arg, p_arg, inplace=True)
+            used.append(arena._ARENA.used)
+        assert out.data_ptr() == x.data_ptr()
+        assert counting.allocations == [], (k, p, counting.allocations)
+        compare.assert_mask_matches(_host(out), x_host, k, p)
+        # the same path as a plain call: every row's stats (mode, boundary, band hit, ...)
+        # equal; a wrong band from unzeroed counters would still give exact masks, not these
+        stats = [torch.zeros((B, ops.STATS_WIDTH), dtype=torch.int32, device=DEVICE)
+                 for _ in range(2)]
+        plain = ops.top_k_top_p_mask(torch.from_numpy(x_np.copy()).to(DEVICE).to(torch_dtype),
+                                     k_arg, p_arg, stats=stats[0])
+        buffer.fill_(-123456)
+        with arena.scratch_arena(buffer):
+            again = ops.top_k_top_p_mask(torch.from_numpy(x_np.copy()).to(DEVICE).to(
+                torch_dtype), k_arg, p_arg, stats=stats[1])
+        assert torch.equal(stats[0], stats[1]), (k, p)
+        assert torch.equal(plain.view(torch.int16 if dtype == "bfloat16" else torch.int32),
+                           again.view(torch.int16 if dtype == "bfloat16" else torch.int32))
+    assert all(u > 0 for u in used)
+
+
+def test_a_short_scratch_buffer_raises_before_any_write():
+    V, B = 700, 2
+    x = torch.from_numpy(generators.zipf_logits(B, V, 1.1, np.random.default_rng(3))).to(DEVICE)
+    words = launch_module.mask_scratch_words(B, V, torch.float32, None, 0.9)
+    buffer = torch.zeros(words // 2, dtype=torch.int32, device=DEVICE)
+    with pytest.raises(RuntimeError, match="scratch buffer holds"):
+        with arena.scratch_arena(buffer):
+            ops.top_k_top_p_mask(x, None, 0.9, inplace=True)
+    assert not arena.active()
+
+
+def test_arena_pieces_are_aligned_zeroed_on_request_and_contexts_nest():
+    outer = torch.full((200,), 9, dtype=torch.int32)
+    inner = torch.full((100,), 9, dtype=torch.int32)
+    assert arena.take(4) is None and not arena.active()
+    with arena.scratch_arena(outer):
+        a = arena.take(5)
+        assert a.data_ptr() == outer.data_ptr() and a.numel() == 5
+        with arena.scratch_arena(inner):
+            b = arena.take(3, zero=True)
+            assert b.data_ptr() == inner.data_ptr() and int(b.abs().sum()) == 0
+        c = arena.take(7)  # the outer arena goes on where it was: the next aligned word
+        assert c.data_ptr() == outer.data_ptr() + 4 * arena.ALIGN_WORDS
+        assert int(c.sum()) == 7 * 9  # not zeroed unless asked
+    assert not arena.active()
+
+
+@pytest.mark.parametrize("bad", [torch.zeros(8, dtype=torch.float32),
+                                 torch.zeros((2, 8), dtype=torch.int32),
+                                 torch.zeros(16, dtype=torch.int32)[::2]])
+def test_scratch_arena_names_a_wrong_buffer(bad):
+    with pytest.raises(ValueError, match="scratch buffer"):
+        with arena.scratch_arena(bad):
+            pass
+
+
+def test_mask_scratch_words_of_nothing_is_zero():
+    assert launch_module.mask_scratch_words(0, 100, torch.float32, 5, None) == 0
+    assert launch_module.mask_scratch_words(3, 0, torch.float32, None, 0.9) == 0
