@@ -141,3 +141,36 @@ def test_scratch_arena_names_a_wrong_buffer(bad):
 def test_mask_scratch_words_of_nothing_is_zero():
     assert launch_module.mask_scratch_words(0, 100, torch.float32, 5, None) == 0
     assert launch_module.mask_scratch_words(3, 0, torch.float32, None, 0.9) == 0
+
+
+def test_jit_masks_callback_takes_all_its_scratch_from_the_xla_buffer(monkeypatch):
+    """``QRITA_JAX_COMMAND_BUFFER``'s callback (run here on torch CPU tensors standing in for
+    XLA's buffers): the mask of per-row int32 k (JAX's default integer) and a scalar p equals
+    the oracle's, launch.py asks torch for nothing, and the k cast lands in the scratch too."""
+    import contextlib
+
+    from qrita.backends import _jax_jit
+
+    monkeypatch.setattr(_jax_jit, "_on_xla_stream", lambda ctx, device: contextlib.nullcontext())
+    counting = _CountingTorch()
+    monkeypatch.setattr(launch_module, "torch", counting)
+    B, V = 3, 777
+    x_np = generators.zipf_logits(B, V, 1.1, np.random.default_rng(4))
+    x = torch.from_numpy(x_np.copy()).to(DEVICE)
+    k_rows = np.array([1, 30, V], dtype=np.int32)
+    k = torch.from_numpy(k_rows).to(DEVICE)
+    words = _jax_jit.mask_scratch_words(B, V, np.float32, None, True, 0.9, False)
+    assert words >= launch_module.mask_scratch_words(B, V, torch.float32, k.long(), 0.9)
+    scratch = torch.full((words,), -5, dtype=torch.int32, device=DEVICE)
+    out = torch.empty_like(x)
+    real_as_int64 = _jax_jit._as_int64
+    casts = []
+    monkeypatch.setattr(_jax_jit, "_as_int64",
+                        lambda t: casts.append(arena.active()) or real_as_int64(t))
+    _jax_jit._gpu_masks_callback(None, (out, scratch), x, k, k_static=None, p_static=0.9,
+                                 has_k=True, has_p=False, fill=float("-inf"), scratch=True)
+    assert counting.allocations == []
+    assert casts == [True]
+    assert int((scratch != -5).sum()) > 0
+    compare.assert_mask_matches(_host(out), x_np, k_rows.astype(np.int64), 0.9)
+    assert not arena.active()

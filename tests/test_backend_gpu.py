@@ -428,6 +428,37 @@ def test_jax_jit_runs_the_kernel_on_the_device(monkeypatch, ops, dtype):
     assert_mask_ok(np.asarray(out), x_host, 5, None)
 
 
+@pytest.mark.parametrize("k_kind", ["scalar", "rows"])
+def test_jax_jit_command_buffer_masks_replay_exactly(monkeypatch, ops, k_kind):
+    """``QRITA_JAX_COMMAND_BUFFER=1``: the jitted masks' callback is command-buffer compatible
+    and takes its scratch from an XLA output. Run many times (new inputs and the same ones, in
+    a program with more operations around it) every mask equals the oracle's. Whether XLA
+    recorded it depends on its flags (``--xla_gpu_graph_min_graph_size``); the answers must
+    not."""
+    jax, gpus = _jax()
+    import jax.numpy as jnp
+
+    import qrita
+
+    monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", "1")
+    rng = np.random.default_rng(17)
+    k = 20 if k_kind == "scalar" else jax.device_put(
+        jnp.asarray(rng.integers(1, 200, size=B), dtype=jnp.int32), gpus[0])
+
+    @jax.jit
+    def step(x, k):
+        y = x * 1.0 + 0.0
+        masked = qrita.top_k_top_p_mask(y, k, 0.9)
+        return jnp.where(jnp.isfinite(masked), masked, -jnp.inf) * 1.0
+
+    inputs = [_logits_np(30 + i) for i in range(3)]
+    for rep in range(12):
+        x_np = inputs[rep % 3] * np.float32(1 + rep // 3)
+        x = jax.device_put(x_np, gpus[0])
+        out = np.asarray(step(x, k))
+        assert_mask_ok(out, x_np, np.asarray(k) if k_kind == "rows" else k, 0.9)
+
+
 def test_jax_jit_top_k(ops):
     jax, gpus = _jax()
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["masks", "top_k", "sampling"]
+__all__ = ["masks", "top_k", "sampling", "command_buffers", "mask_scratch_words"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,18 +212,74 @@ def _host_masks(x, *arrays, k_static, p_static, has_k, has_p, fill):
     return np.asarray(out).astype(np.asarray(x).dtype, copy=False)
 
 
-def _gpu_masks_callback(ctx, out, x, *arrays, k_static, p_static, has_k, has_p, fill):
-    import torch
-
+def _gpu_masks_callback(ctx, out, x, *arrays, k_static, p_static, has_k, has_p, fill,
+                        scratch=False):
+    """The Triton masks on XLA's buffers and stream. ``scratch`` (command buffers, see
+    :func:`command_buffers`): ``out`` is (the mask, a flat int32 scratch buffer), and every
+    piece of the call's scratch comes from that XLA buffer (:mod:`..triton.arena`)."""
+    scratch_buffer = None
+    if scratch:
+        out, scratch_buffer = out
     t = _torch_view(out)  # normally aliased to x (it already holds the logits)
-    with _on_xla_stream(ctx, t.device):
+    with _on_xla_stream(ctx, t.device), _scratch_scope(scratch_buffer):
         tx = _torch_view(x)
         if tx.data_ptr() != t.data_ptr():  # not aliased (e.g. under vmap): copy on XLA's stream
             t.copy_(tx)
         arrays = list(arrays)
-        k = _torch_view(arrays.pop(0)).to(torch.int64) if has_k else k_static
+        k = _as_int64(_torch_view(arrays.pop(0))) if has_k else k_static
         p = _torch_view(arrays.pop(0)) if has_p else p_static
         _device_masks(t, k, p, fill)
+
+
+def command_buffers() -> bool:
+    """``QRITA_JAX_COMMAND_BUFFER=1`` (opt-in, read when a program is traced): the jitted masks'
+    callback is declared ``command_buffer_compatible`` and takes its scratch from an extra XLA
+    output, so XLA may record its launches into a CUDA graph and replay them without Python
+    (docs/backends.md). Off by default: not yet run on a GPU."""
+    import os
+
+    return os.environ.get("QRITA_JAX_COMMAND_BUFFER", "0") == "1"
+
+
+def _scratch_scope(buffer: Any) -> contextlib.AbstractContextManager[Any]:
+    """The arena over XLA's scratch ``buffer`` (a buffer_callback Buffer), or nothing."""
+    if buffer is None:
+        return contextlib.nullcontext()
+    from qrita.backends.triton import arena
+
+    return arena.scratch_arena(_torch_view(buffer))
+
+
+def _as_int64(t: Any) -> Any:
+    """``t`` as int64: itself, or a cast into the scratch arena when one is active (else a new
+    tensor)."""
+    import torch
+
+    if t.dtype == torch.int64:
+        return t
+    from qrita.backends.triton import arena
+
+    piece = arena.take(2 * t.numel()) if arena.active() else None
+    if piece is None:
+        return t.to(torch.int64)
+    return piece.view(torch.int64).view(t.shape).copy_(t)
+
+
+def mask_scratch_words(batch: int, vocab: int, dtype: Any, k_static: Any, has_k: bool,
+                       p_static: Any, has_p: bool) -> int:
+    """Int32 words of the scratch output a command-buffer masks callback needs: the
+    pipeline's (:func:`qrita.backends.triton.launch.mask_scratch_words`) and a per-row k cast
+    to int64."""
+    import torch
+
+    from qrita.backends.triton import arena, launch
+
+    rows = torch.empty(batch, device="meta")
+    k = rows.long() if has_k else k_static
+    p = rows if has_p else p_static
+    torch_dtype = getattr(torch, np.dtype(dtype).name)
+    words = launch.mask_scratch_words(batch, vocab, torch_dtype, k, p)
+    return words + (2 * batch + arena.ALIGN_WORDS if has_k else 0)
 
 
 def masks(logits: Any, k: Any = None, p: Any = None, *, fill: float = float("-inf")) -> Any:
@@ -256,6 +312,17 @@ def masks(logits: Any, k: Any = None, p: Any = None, *, fill: float = float("-in
     def gpu(x2, *ops):
         from jax.experimental.buffer_callback import buffer_callback
 
+        if command_buffers():
+            words = mask_scratch_words(batch, vocab, x2.dtype, k_static, k_arr is not None,
+                                       p_static, p_arr is not None)
+            call = buffer_callback(
+                functools.partial(_gpu_masks_callback, scratch=True, **options),
+                (result, jax.ShapeDtypeStruct((max(words, 1),), jnp.int32)),
+                vmap_method="sequential",
+                input_output_aliases={0: 0},
+                command_buffer_compatible=True,
+            )
+            return call(x2, *ops)[0]
         call = buffer_callback(
             functools.partial(_gpu_masks_callback, **options),
             result,
