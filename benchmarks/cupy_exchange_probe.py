@@ -1,14 +1,16 @@
 """Host µs of ways to cross a DLPack capsule between CuPy and torch (issue 5; not a test).
 
-The CuPy adapter crosses by CuPy's deprecated ``toDlpack`` / ``fromDlpack`` with their warning
-filtered, inside a scope where torch and CuPy run on the same stream. Python's warning
-machinery still matches the filters on every call. This times the alternatives on one
-(1, 131072) float32 array, back to back (best of 5 x 2000 calls):
+The CuPy adapter crosses inside a scope where torch and CuPy run on the same stream. Up to the
+fiftieth session it used CuPy's deprecated ``toDlpack`` / ``fromDlpack`` with their warning
+filtered; since the fifty-first it uses ``x.__dlpack__(stream=<CuPy's current stream>)`` and
+``cupy.from_dlpack(<torch's capsule>)`` (``qrita.backends._cupy._direct_exchange``). This times
+the ways on one (1, 131072) float32 array, back to back (best of 5 x 2000 calls):
 
 - CuPy -> torch: the deprecated ``toDlpack`` + torch's C import; CuPy's ``__dlpack__`` with the
   current stream's handle (nothing to order) + torch's C import; ``torch.from_dlpack``;
 - torch -> CuPy: torch's C export + the deprecated ``fromDlpack``; ``cupy.from_dlpack`` of a
-  holder whose ``__dlpack__`` returns torch's capsule; ``cupy.from_dlpack(t)``.
+  holder whose ``__dlpack__`` returns torch's capsule; ``cupy.from_dlpack`` of torch's capsule
+  itself (the adapter's way); ``cupy.from_dlpack(t)``.
 
     python benchmarks/cupy_exchange_probe.py [--out DIR]
 """
@@ -59,6 +61,7 @@ def main() -> int:
         "torch -> cupy: torch C export + fromDlpack": lambda: cdl.fromDlpack(to_c(t)),
         "torch -> cupy: cupy.from_dlpack(held capsule)": lambda: cupy.from_dlpack(
             _Held(to_c(t), device)),
+        "torch -> cupy: cupy.from_dlpack(torch C capsule)": lambda: cupy.from_dlpack(to_c(t)),
         "torch -> cupy: cupy.from_dlpack(t)": lambda: cupy.from_dlpack(t),
         "cupy current stream ptr": lambda: cupy.cuda.get_current_stream().ptr,
         "cupy runtime getDevice": cupy.cuda.runtime.getDevice,

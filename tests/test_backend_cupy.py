@@ -83,78 +83,88 @@ def test_torch_round_trip_is_zero_copy():
     assert back.data.ptr == x.data.ptr
 
 
-def _fake_cupy_dlpack(monkeypatch, to_capsule, from_capsule):
-    """A stand-in ``cupy._core.dlpack`` with the two capsule functions (no CuPy needed)."""
+def _fake_cupy_exchange(monkeypatch, stream_ptr: int, is_hip: bool = False):
+    """A stand-in ``cupy`` for the direct exchange (no CuPy, no GPU needed): its current stream
+    has the handle ``stream_ptr``, and its ``from_dlpack`` imports a capsule as torch does."""
     import types
 
+    import torch
+
     cupy = types.ModuleType("cupy")
-    core = types.ModuleType("cupy._core")
-    dlpack = types.ModuleType("cupy._core.dlpack")
-    dlpack.toDlpack, dlpack.fromDlpack = to_capsule, from_capsule
-    cupy._core, core.dlpack = core, dlpack
-    for name, mod in (("cupy", cupy), ("cupy._core", core), ("cupy._core.dlpack", dlpack)):
-        monkeypatch.setitem(sys.modules, name, mod)
+    cupy.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(is_hip=is_hip),
+        get_current_stream=lambda: types.SimpleNamespace(ptr=stream_ptr))
+    cupy.from_dlpack = torch.utils.dlpack.from_dlpack  # a bare capsule goes straight in
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
 
 
-def _deprecated(fn):
-    def wrapped(arg):
-        import warnings
+class _StandInArray:
+    """A stand-in CuPy array over a CPU tensor whose ``__dlpack__`` records the stream it is
+    given (CuPy waits on its current stream only when the consumer names another one)."""
 
-        warnings.warn("This function is deprecated and will be removed", DeprecationWarning,
-                      stacklevel=2)
-        return fn(arg)
+    def __init__(self, tensor):
+        self.tensor, self.streams = tensor, []
 
-    return wrapped
+    def __dlpack__(self, stream=None):
+        import torch
+
+        self.streams.append(stream)
+        return torch._C._to_dlpack(self.tensor)
 
 
-def test_bare_capsules_cross_both_ways_and_silence_only_their_own_warning(monkeypatch):
+@pytest.mark.parametrize("stream_ptr, is_hip, handle", [
+    (0, False, 1),  # CUDA's null stream: DLPack's legacy default stream, 1
+    (0, True, 0),  # ROCm's null stream stays 0
+    (7, False, 7),  # any other stream: its own handle
+])
+def test_direct_exchange_crosses_both_ways_on_cupys_own_stream(
+        monkeypatch, stream_ptr, is_hip, handle):
+    """The adapter hands CuPy its own current stream (nothing for CuPy to order), imports the
+    capsule by torch's C import, and goes back by ``cupy.from_dlpack`` of torch's capsule: the
+    same memory both ways, and no warning (CuPy's deprecated ``toDlpack`` / ``fromDlpack``
+    warn; they are not called)."""
     torch = pytest.importorskip("torch")
     import warnings
 
     from qrita.backends import _cupy
 
-    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    _fake_cupy_dlpack(monkeypatch, _deprecated(lambda a: torch.utils.dlpack.to_dlpack(a)),
-                      _deprecated(torch.utils.dlpack.from_dlpack))
-    monkeypatch.setitem(_cupy._BARE, "ok", True)
-    _cupy._capsule_exchange.cache_clear()
+    _fake_cupy_exchange(monkeypatch, stream_ptr, is_hip)
+    monkeypatch.setitem(_cupy._DIRECT, "ok", True)
+    _cupy._direct_exchange.cache_clear()
     try:
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            exchange = _cupy._capsule_exchange()  # its filter goes before "always"
-            assert exchange is not None
-            there = _cupy.to_torch(t)  # the stand-in "CuPy array" is a CPU tensor here
+        x = _StandInArray(torch.arange(12, dtype=torch.float32).reshape(3, 4))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            there = _cupy.to_torch(x)
             back = _cupy.from_torch(there, like=None)
-            assert not seen  # called from the adapter: silenced
-            exchange[0](t)  # called from anywhere else: still warned
-            assert len(seen) == 1 and "deprecated" in str(seen[0].message)
-        assert there.data_ptr() == t.data_ptr() and back.data_ptr() == t.data_ptr()
-        assert _cupy._BARE["ok"]
+        assert x.streams == [handle]
+        assert there.data_ptr() == x.tensor.data_ptr() and back.data_ptr() == x.tensor.data_ptr()
+        assert _cupy._DIRECT["ok"]
     finally:
-        _cupy._capsule_exchange.cache_clear()
+        _cupy._direct_exchange.cache_clear()
 
 
 @pytest.mark.parametrize("error, stays_on", [
     (TypeError("not this CuPy's signature"), False),  # another CuPy: off for the process
     (ValueError("unsupported dtype"), True),  # one array's problem: the next call tries again
 ])
-def test_a_failing_bare_exchange_falls_back_to_the_public_one(monkeypatch, error, stays_on):
+def test_a_failing_direct_exchange_falls_back_to_the_public_one(monkeypatch, error, stays_on):
     torch = pytest.importorskip("torch")
 
     from qrita.backends import _cupy
 
-    def fails(_):
+    def fails(*_):
         raise error
 
-    _fake_cupy_dlpack(monkeypatch, fails, fails)
-    monkeypatch.setitem(_cupy._BARE, "ok", True)
-    _cupy._capsule_exchange.cache_clear()
-    try:
-        t = torch.ones(5)
-        assert _cupy.to_torch(t).data_ptr() == t.data_ptr()  # torch.from_dlpack(t): public
-        assert _cupy._BARE["ok"] is stays_on
-    finally:
-        _cupy._capsule_exchange.cache_clear()
+    _fake_cupy_exchange(monkeypatch, 0)
+    monkeypatch.setattr(_cupy, "_direct_exchange", lambda: (fails, fails, fails, 1))
+    monkeypatch.setitem(_cupy._DIRECT, "ok", True)
+    x = _StandInArray(torch.ones(5))
+    public = []
+    monkeypatch.setattr(torch, "from_dlpack", lambda a: public.append(a) or a.tensor)
+    assert _cupy.to_torch(x) is x.tensor and public == [x]  # the public exchange answered
+    assert x.streams == [1]  # after the direct one was tried
+    assert _cupy._DIRECT["ok"] is stays_on
 
 
 def _fake_cupy_streams(monkeypatch, device: int, stream_ptr: int):

@@ -7,6 +7,7 @@ the kernel's input is the caller's buffer and the returned array is the kernel's
 from __future__ import annotations
 
 import os
+import warnings
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # let torch and JAX share the GPU
 
@@ -196,16 +197,21 @@ def test_cupy_masks_zero_copy(calls, dtype):
     x = cupy.asarray(x_np)
     for k, p in CASES:
         kk = cupy.asarray(k) if isinstance(k, np.ndarray) else k
-        out = qrita.top_k_top_p_mask(x, kk, p)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = qrita.top_k_top_p_mask(x, kk, p)
+        # CuPy's deprecated toDlpack / fromDlpack are not used (they warn on every call)
+        assert not [w for w in seen if "deprecated" in str(w.message).lower()
+                    and "dlpack" in str(w.message).lower()]
         assert isinstance(out, cupy.ndarray) and out.dtype == x.dtype
         assert out.device.id == x.device.id
         assert_mask_ok(cupy.asnumpy(out), x_np, k, p)
         assert calls[-1]["in_ptr"] == x.data.ptr
         assert calls[-1]["out_ptr"] == out.data.ptr
-    # the exchange went through bare capsules (no stream handshake), not the public fallback
+    # the exchange went the direct way (no stream handshake), not the public fallback
     from qrita.backends import _cupy as cupy_adapter
 
-    assert cupy_adapter._capsule_exchange() is not None and cupy_adapter._BARE["ok"]
+    assert cupy_adapter._direct_exchange() is not None and cupy_adapter._DIRECT["ok"]
 
 
 def test_cupy_top_k(calls):

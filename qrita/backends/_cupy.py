@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,70 +49,83 @@ def describe(x: Any) -> ArrayInfo:
 
 
 @functools.cache
-def _capsule_exchange() -> tuple[Any, Any] | None:
-    """CuPy's own DLPack capsule functions (array -> capsule, capsule -> array), or None.
+def _direct_exchange() -> tuple[Any, Any, Any, int] | None:
+    """What the adapter's direct exchange calls, or None where this CuPy or torch lacks it.
 
-    The public exchange (``torch.from_dlpack(x)``, ``cupy.from_dlpack(t)``) passes the consumer's
-    stream to the producer, which looks up its own current stream and orders the two (about 10
-    and 28 µs of host time per call on the H200's host, BENCHMARKS.md eighteenth session).
+    Returns ``(cupy.from_dlpack, torch C import, torch C export, null stream handle)``. The
+    public exchange (``torch.from_dlpack(x)``, ``cupy.from_dlpack(t)``) makes each side ask the
+    other for its current stream and order the two (about 4 and 13 µs of host time per call on
+    an H100 host, ``benchmarks/cupy_exchange_probe.py``, BENCHMARKS.md fifty-first session).
     Inside :func:`stream_scope` both libraries already run on the same stream, so the adapter
-    exchanges bare capsules instead: the same memory, no stream handshake. None (the public
-    exchange) where this CuPy lacks them.
+    crosses with less:
+
+    - CuPy -> torch: ``x.__dlpack__(stream=<CuPy's own current stream>)``, which has nothing to
+      order (the stream it is given is the one it would wait on), then torch's C import.
+    - torch -> CuPy: torch's C export, then ``cupy.from_dlpack`` of that capsule, which CuPy
+      imports as it is (no stream handshake, no device switch).
+
+    DLPack names a CUDA null stream 1 (the legacy default stream); on ROCm it stays 0. Neither
+    step uses CuPy's deprecated ``toDlpack`` / ``fromDlpack``.
     """
     try:
-        from cupy._core import dlpack
+        import cupy
+        import torch
     except ImportError:
         return None
-    to_capsule = getattr(dlpack, "toDlpack", None)
-    from_capsule = getattr(dlpack, "fromDlpack", None)
-    if to_capsule is None or from_capsule is None:
+    from_cupy_capsule = getattr(cupy, "from_dlpack", None)
+    to_torch_c = getattr(torch._C, "_from_dlpack", None)
+    from_torch_c = getattr(torch._C, "_to_dlpack", None)
+    if from_cupy_capsule is None or to_torch_c is None or from_torch_c is None:
         return None
-    # CuPy marks these deprecated (a VisibleDeprecationWarning per call site): silenced for the
-    # calls of this module only; where CuPy removes them, the public exchange takes over
-    warnings.filterwarnings("ignore", message="This function is deprecated",
-                            module=r"qrita\.backends\._cupy")
-    return to_capsule, from_capsule
+    null_handle = 0 if getattr(cupy.cuda.runtime, "is_hip", False) else 1
+    return from_cupy_capsule, to_torch_c, from_torch_c, null_handle
 
 
-_BARE = {"ok": True}  # False (for the process) once the capsule functions' signatures do not fit
+_DIRECT = {"ok": True}  # False (for the process) once the direct exchange's signatures do not fit
 
 
-def _bare(cross: Any) -> Any:
-    """``cross(exchange)`` through the bare capsules, or None where the public exchange must
-    answer: no capsule functions, signatures that do not fit (then never again), or an error
+def _direct(cross: Any) -> Any:
+    """``cross(exchange)`` through the direct exchange, or None where the public exchange must
+    answer: no direct exchange, signatures that do not fit (then never again), or an error
     about this one array (a dtype, ...)."""
-    exchange = _capsule_exchange() if _BARE["ok"] else None
+    exchange = _direct_exchange() if _DIRECT["ok"] else None
     if exchange is None:
         return None
     try:
         return cross(exchange)
-    except (TypeError, AttributeError):  # another CuPy's internals
-        _BARE["ok"] = False
+    except (TypeError, AttributeError):  # another CuPy's or torch's internals
+        _DIRECT["ok"] = False
     except Exception:  # noqa: BLE001 - this array: the public exchange says what is wrong
         pass
     return None
 
 
+def _export_to_torch(x: Any, exchange: tuple[Any, Any, Any, int]) -> Any:
+    import cupy
+
+    ptr = int(cupy.cuda.get_current_stream().ptr)
+    return exchange[1](x.__dlpack__(stream=ptr or exchange[3]))
+
+
 def to_torch(x: Any) -> Any:
     """A torch CUDA tensor sharing ``x``'s memory (same device, same strides).
 
-    Call it inside :func:`stream_scope`: torch's current stream is then CuPy's, and the capsule
-    crosses with no stream handshake (:func:`_capsule_exchange`).
+    Call it inside :func:`stream_scope`: torch's current stream is then CuPy's, and the array
+    crosses with no stream handshake (:func:`_direct_exchange`).
     """
     import torch
 
-    t = _bare(lambda exchange: torch.utils.dlpack.from_dlpack(exchange[0](x)))
+    t = _direct(lambda exchange: _export_to_torch(x, exchange))
     return torch.from_dlpack(x) if t is None else t
 
 
 def from_torch(t: Any, like: Any) -> Any:
     """A CuPy array sharing ``t``'s memory. Call it inside :func:`stream_scope` (see there)."""
     import cupy
-    import torch
 
     t = t.detach()
     # the array keeps the capsule's device: no device context
-    out = _bare(lambda exchange: exchange[1](torch.utils.dlpack.to_dlpack(t)))
+    out = _direct(lambda exchange: exchange[0](exchange[2](t)))
     if out is not None:
         return out
     if like.device.id == cupy.cuda.runtime.getDevice():  # the usual case: no context
