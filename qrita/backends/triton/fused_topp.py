@@ -396,10 +396,9 @@ def _coarse_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1, zero64,
 def _fine_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1, win_lo_p, win_hi_p,
                floor2_p, scale2_p, win_lo_u, win_hi_u, floor2_u, scale2_u, zero64,
                NB1: tl.constexpr, NB2: tl.constexpr, HBLOCK: tl.constexpr,
-               HMASK: tl.constexpr, DRAW: tl.constexpr = True):
+               HMASK: tl.constexpr):
     """One read for both searches: the fine-bin counts inside each search's coarse window and
-    the exact mass of the entries above each window. DRAW False (the top-p mask's bound): the
-    top-p search's only (the draw's counts and mass stay 0)."""
+    the exact mass of the entries above each window."""
     counts_p = tl.zeros([NB2], dtype=tl.int32)
     counts_u = tl.zeros([NB2], dtype=tl.int32)
     above_p = zero64
@@ -410,19 +409,16 @@ def _fine_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1, win_lo_p, w
         b1 = _bin_of(x, floor1, scale1, NB1)
         w = _weight(x, row_max, inv_t, inf_mode)
         b2_p = _fine_bin(b1, x, win_lo_p, win_hi_p, floor2_p, scale2_p, NB2)
+        b2_u = _fine_bin(b1, x, win_lo_u, win_hi_u, floor2_u, scale2_u, NB2)
         if HMASK:  # only the windows' entries are counted (the others, most of the row, all
             # fall in bin NB2 - 1)
             counts_p += tl.histogram(b2_p, NB2, mask=b2_p < NB2 - 1)
+            counts_u += tl.histogram(b2_u, NB2, mask=b2_u < NB2 - 1)
         else:
             counts_p += tl.histogram(b2_p, NB2)
+            counts_u += tl.histogram(b2_u, NB2)
         above_p += tl.sum(tl.where(b1 > win_hi_p, w, 0.0), axis=0).to(tl.float64)
-        if DRAW:
-            b2_u = _fine_bin(b1, x, win_lo_u, win_hi_u, floor2_u, scale2_u, NB2)
-            if HMASK:
-                counts_u += tl.histogram(b2_u, NB2, mask=b2_u < NB2 - 1)
-            else:
-                counts_u += tl.histogram(b2_u, NB2)
-            above_u += tl.sum(tl.where(b1 > win_hi_u, w, 0.0), axis=0).to(tl.float64)
+        above_u += tl.sum(tl.where(b1 > win_hi_u, w, 0.0), axis=0).to(tl.float64)
     return counts_p, counts_u, above_p, above_u
 
 
@@ -743,7 +739,7 @@ def fused_topp_sample_kernel(
                 counts_p, counts_u, win_above_p, win_above_u = _fine_pass(
                     row_ptr, v_fine, row_max, inv_t, inf_mode, floor1, scale1, win_lo_p, win_hi_p,
                     floor2_p, scale2_p, win_lo_u, win_hi_u, floor2_u, scale2_u, kept * 0.0, NB1, NB2,
-                    HBLOCK, HMASK, not BOUND)
+                    HBLOCK, HMASK)
                 est_p, _ = _estimated_above(counts_p, win_above_p.to(tl.float32), floor2_p,
                                             scale2_p, row_max, inv_t, 0, NB2 - 2, NB2)
                 est_u, _ = _estimated_above(counts_u, win_above_u.to(tl.float32), floor2_u,
