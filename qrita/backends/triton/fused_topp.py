@@ -523,11 +523,10 @@ def _band_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1,
                win_lo_p, win_hi_p, floor2_p, scale2_p, lo_p, hi_p,
                win_lo_u, win_hi_u, floor2_u, scale2_u, lo_u, hi_u,
                counter, cand_val, cand_idx, zero64, CAP: tl.constexpr, NB1: tl.constexpr,
-               NB2: tl.constexpr, BLOCK: tl.constexpr, DRAW: tl.constexpr = True):
+               NB2: tl.constexpr, BLOCK: tl.constexpr):
     """One read for both searches' bands: the mass above each band (float64 across tiles) and
     each band's entries (the top-p band into cand_*[0:CAP], the draw's into cand_*[CAP:2 CAP]).
-    Returns the two masses and the two entry counts (as the counters saw them). DRAW False
-    (the top-p mask's bound): the top-p band only (the draw's mass and count stay 0)."""
+    Returns the two masses and the two entry counts (as the counters saw them)."""
     tl.store(counter + tl.arange(0, 2), tl.zeros([2], dtype=tl.int32))
     tl.debug_barrier()
     above_p = zero64
@@ -538,13 +537,11 @@ def _band_pass(row_ptr, V, row_max, inv_t, inf_mode, floor1, scale1,
         lane_p = _band_tile(x, offs, floor1, scale1, win_lo_p, win_hi_p, floor2_p, scale2_p,
                             lo_p, hi_p, row_max, inv_t, inf_mode, counter, cand_val, cand_idx,
                             tl.zeros([BLOCK], dtype=tl.float32), CAP, NB1, NB2)
+        lane_u = _band_tile(x, offs, floor1, scale1, win_lo_u, win_hi_u, floor2_u, scale2_u,
+                            lo_u, hi_u, row_max, inv_t, inf_mode, counter + 1, cand_val + CAP,
+                            cand_idx + CAP, tl.zeros([BLOCK], dtype=tl.float32), CAP, NB1, NB2)
         above_p += tl.sum(lane_p, axis=0).to(tl.float64)
-        if DRAW:
-            lane_u = _band_tile(x, offs, floor1, scale1, win_lo_u, win_hi_u, floor2_u, scale2_u,
-                                lo_u, hi_u, row_max, inv_t, inf_mode, counter + 1,
-                                cand_val + CAP, cand_idx + CAP,
-                                tl.zeros([BLOCK], dtype=tl.float32), CAP, NB1, NB2)
-            above_u += tl.sum(lane_u, axis=0).to(tl.float64)
+        above_u += tl.sum(lane_u, axis=0).to(tl.float64)
     tl.debug_barrier()  # the gathered entries and the counters are visible to every thread
     return above_p, above_u, tl.load(counter), tl.load(counter + 1)
 
@@ -625,8 +622,7 @@ def fused_topp_sample_kernel(
         float64); HAS_P False: top-p off
     u_ptr : (B,) float32 uniforms in [0, 1); inv_t : 1 / temperature (float32, > 0); t_bits :
         the temperature as the int64 bit pattern of a float64 (LOGPROB only)
-    counter_ptr : (B, 2) int32, cand_val_ptr / cand_idx_ptr : (B, 2 * CAP) float32 / int32
-        ((B, CAP) when BOUND), and
+    counter_ptr : (B, 2) int32, cand_val_ptr / cand_idx_ptr : (B, 2 * CAP) float32 / int32, and
         table_piv_ptr / table_cnt_ptr / table_mass_ptr : (B, TABLE_ROUNDS * NP) int64 / int32 /
         float64: scratch (no zeroing needed)
     token_ptr : (B,) int64; logp_ptr : (B,) float32, written when LOGPROB (one more read: the
@@ -663,12 +659,8 @@ def fused_topp_sample_kernel(
         skip = tl.load(done_ptr + row64)
     if skip == 0:
         row_ptr = x_ptr + row64 * stride_x
-        if BOUND:  # the top-p search's half only: no draw
-            cand_val = cand_val_ptr + row64 * CAP
-            cand_idx = cand_idx_ptr + row64 * CAP
-        else:
-            cand_val = cand_val_ptr + row64 * (2 * CAP)
-            cand_idx = cand_idx_ptr + row64 * (2 * CAP)
+        cand_val = cand_val_ptr + row64 * (2 * CAP)
+        cand_idx = cand_idx_ptr + row64 * (2 * CAP)
         counter = counter_ptr + row64 * 2
         table_piv = table_piv_ptr + row64 * (TABLE_ROUNDS * NP)
         table_cnt = table_cnt_ptr + row64 * (TABLE_ROUNDS * NP)
@@ -752,7 +744,7 @@ def fused_topp_sample_kernel(
                     row_ptr, v_band, row_max, inv_t, inf_mode, floor1, scale1,
                     win_lo_p, win_hi_p, floor2_p, scale2_p, lo_p, hi_p,
                     win_lo_u, win_hi_u, floor2_u, scale2_u, lo_u, hi_u,
-                    counter, cand_val, cand_idx, kept * 0.0, CAP, NB1, NB2, BLOCK, not BOUND)
+                    counter, cand_val, cand_idx, kept * 0.0, CAP, NB1, NB2, BLOCK)
                 # the ablation keeps every pass it runs (no result of theirs is dropped as unused)
                 probe = lo_p + hi_p + lo_u + hi_u + n_p + n_u
                 hits += tl.where((probe == -7) & (above_p + above_u == -7.0), 1, 0)

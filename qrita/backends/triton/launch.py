@@ -1650,9 +1650,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     if rounds is None:
         rounds = torch.empty((batch, 2), dtype=torch.int32, device=dev)
     counter = torch.empty((batch, 2), dtype=torch.int32, device=dev)
-    halves = 1 if bound is not None else 2  # the bound needs no draw's half
-    cand_val = torch.empty((batch, halves * cap), dtype=torch.float32, device=dev)
-    cand_idx = torch.empty((batch, halves * cap), dtype=torch.int32, device=dev)
+    cand_val = torch.empty((batch, 2 * cap), dtype=torch.float32, device=dev)
+    cand_idx = torch.empty((batch, 2 * cap), dtype=torch.int32, device=dev)
     bins = 16 if small else int(os.environ.get("QRITA_TOPP_BINS", "64"))
     fine = 32 if small else int(os.environ.get("QRITA_TOPP_FINE", "128"))
     table = (batch, FUSED_TOPP_TABLE * pivots)
