@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b|s43a|s43b|s43c|s43d|s43e|s43f|s44a|s44b|s44c|s45a|s45b|s45c|s46a|s46b|s46c|s46d|s46e|s46f|s46g|s47a|s47b|s48a|s49a|s49b|s49c|s49d|s50a|s50b|s50c|s50d|s50e|s50f|s51a|s51b|s51c]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b|s43a|s43b|s43c|s43d|s43e|s43f|s44a|s44b|s44c|s45a|s45b|s45c|s46a|s46b|s46c|s46d|s46e|s46f|s46g|s47a|s47b|s48a|s49a|s49b|s49c|s49d|s50a|s50b|s50c|s50d|s50e|s50f|s51a|s51b]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1213,18 +1213,6 @@ if [[ $stage == s46a ]]; then  # next session (~450 s + start): bf16's keyed cou
   # then s46b's pass A warps (its block comes before this one in the file)
   PROF_BATCH=256,1024 PROF_DTYPES=float32,bfloat16 KNOB_S="${PROF_S:-80}" \
     prof_tables pw_ k50,k1000,topp0.9 zipf default cand=256x2 cand=512x4
-fi
-if [[ $stage == s51c ]]; then  # (~450 s + start) issue 3: the top-p mask by the fused top-p search and a bound writer (QRITA_MASK_FUSED_TOPP=1, written without a GPU) against the pipeline: bench fp32 / bf16, zipf / gaussian, topp0.9 / topp0.99, B = 1 / 64 / 256 / 1024 (each cell checked against the oracle first), then its GPU tests
-  for fm in 1 0; do
-    QRITA_MASK_FUSED_TOPP=$fm timeout "${BENCH_S:-170}" python3 benchmarks/bench.py --ops masks \
-      --vocab 131072 --dtypes float32,bfloat16 --batch "${FM_BATCH:-1,64,256,1024}" \
-      --workloads zipf,gaussian --scenarios topp0.9,topp0.99 --graphs --warmup 5 --rep 20 \
-      --check-rows 2 --peers '' --no-progress --out "$OUT/fm$fm" 2>&1 | grep -v -i warn \
-      | tee "$OUT/bench_fm$fm.txt" | tail -24
-  done
-  timeout "${TESTS_S:-200}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \
-    tests/test_triton_bound_mask.py 2>&1 | tee "$OUT/pytest_gpu_s51c.log" \
-    | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300
 fi
 if [[ $stage == s51b ]]; then  # (~200 s) issue 5: the CuPy adapter's direct exchange without CuPy's deprecated toDlpack / fromDlpack (x.__dlpack__ on CuPy's own stream; cupy.from_dlpack of torch's capsule): the CuPy GPU tests, the exchange probe, the adapters' host table
   timeout "${TESTS_S:-150}" python3 -m pytest -p no:cacheprovider -rf --tb=short -v \

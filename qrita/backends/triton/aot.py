@@ -27,7 +27,6 @@ import triton
 from triton.backends.compiler import GPUTarget
 
 from qrita.backends.triton import (
-    bound_mask,
     fused_sample,
     fused_select,
     fused_topp,
@@ -214,34 +213,13 @@ def compile_all(target: GPUTarget, dtype: str, flags: dict, *, block: int = 2048
                         "counter_ptr": "*i32", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
                         "table_piv_ptr": "*i64", "table_cnt_ptr": "*i32",
                         "table_mass_ptr": "*fp64", "token_ptr": "*i64", "logp_ptr": "*fp32",
-                        "rounds_ptr": "*i32", "done_ptr": "*i32", "bound_ptr": "*i64"},
+                        "rounds_ptr": "*i32", "done_ptr": "*i32"},
                     dict(HAS_P=True, P_ARRAY=logprob, LOGPROB=logprob, NP=4, CAP=1024,
                          BLOCK=1024, FOLD=8, MAX_ROUNDS=24, TABLE_ROUNDS=8, HIST=hist, NB1=64,
                          NB2=128, SMALL=256, HBLOCK=4096, STEPS=8, ROUNDS=not hist,
                          SKIP_DONE=not hist, PHASES=9, HMASK=False), target, 8)
     # the wide stage's kernels take no flags: built once, with top-p alone
     if flags["HAS_P"] and not flags["SELECT"] and not flags["HAS_K"]:
-        # the fused top-p mask (QRITA_MASK_FUSED_TOPP): the bound writer for every dtype; the
-        # search's bound stages (the sampler's kernel with BOUND, which changes only its
-        # stores) for float32, whose sampler build covers the other dtypes' loads
-        out["bound_mask"] = _compile(bound_mask.bound_mask_kernel, {
-            "x_ptr": f"*{ty}", "bound_ptr": "*i64", "V": "i32", "stride_x": "i64",
-            "stride_out": "i64", "fill": "fp32", "out_ptr": f"*{ty}"},
-            dict(INPLACE=False, BLOCK=2048), target, 4)
-        if dtype == ALL_VARIANTS_DTYPE:
-            for stage, hist in (("band", True), ("rounds", False)):
-                out[f"fused_topp_bound_{stage}"] = _compile(
-                    fused_topp.fused_topp_sample_kernel, {
-                        "x_ptr": f"*{ty}", "p_ptr": "*fp32", "u_ptr": "*fp32", "V": "i32",
-                        "stride_x": "i64", "inv_t": "fp32", "t_bits": "i64", "p_bits": "i64",
-                        "counter_ptr": "*i32", "cand_val_ptr": "*fp32", "cand_idx_ptr": "*i32",
-                        "table_piv_ptr": "*i64", "table_cnt_ptr": "*i32",
-                        "table_mass_ptr": "*fp64", "token_ptr": "*i64", "logp_ptr": "*fp32",
-                        "rounds_ptr": "*i32", "done_ptr": "*i32", "bound_ptr": "*i64"},
-                    dict(HAS_P=True, P_ARRAY=True, LOGPROB=False, NP=4, CAP=1024,
-                         BLOCK=1024, FOLD=8, MAX_ROUNDS=24, TABLE_ROUNDS=8, HIST=hist, NB1=64,
-                         NB2=128, SMALL=256, HBLOCK=4096, STEPS=8, ROUNDS=not hist,
-                         SKIP_DONE=not hist, PHASES=9, HMASK=False, BOUND=True), target, 8)
         # the rejection draw of top-p (qrita.sample's top-k-off rows), per-row temperatures
         out["reject_topp"] = _compile(reject_topp.reject_topp_sample_kernel, {
             "x_ptr": f"*{ty}", "p_ptr": "*fp32", "min_p_ptr": "*fp32", "seed_ptr": "*i64",

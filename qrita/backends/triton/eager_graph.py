@@ -200,7 +200,7 @@ def _describe(v: Any) -> Any:
     return (kind.__name__, repr(v))
 
 
-_ENV_NAMES = ("QRITA_LAUNCH_TABLE", "QRITA_ONE_LAUNCH", "QRITA_MASK_FUSED_TOPP")
+_ENV_NAMES = ("QRITA_LAUNCH_TABLE", "QRITA_ONE_LAUNCH")
 # os.environ's own encoded mapping (CPython keeps it in step with every os.environ write, which
 # is how tests and users set these): a lookup there costs no key encoding and value decoding,
 # about 1 us of an eager call's host time per variable (benchmarks/host_python.py)

@@ -607,13 +607,12 @@ def fused_topp_sample_kernel(
     x_ptr, p_ptr, u_ptr,
     V, stride_x, inv_t, t_bits, p_bits,
     counter_ptr, cand_val_ptr, cand_idx_ptr, table_piv_ptr, table_cnt_ptr, table_mass_ptr,
-    token_ptr, logp_ptr, rounds_ptr, done_ptr, bound_ptr,
+    token_ptr, logp_ptr, rounds_ptr, done_ptr,
     HAS_P: tl.constexpr, P_ARRAY: tl.constexpr, LOGPROB: tl.constexpr, NP: tl.constexpr,
     CAP: tl.constexpr, BLOCK: tl.constexpr, FOLD: tl.constexpr, MAX_ROUNDS: tl.constexpr,
     TABLE_ROUNDS: tl.constexpr, HIST: tl.constexpr, NB1: tl.constexpr, NB2: tl.constexpr,
     SMALL: tl.constexpr, HBLOCK: tl.constexpr, STEPS: tl.constexpr, ROUNDS: tl.constexpr,
     SKIP_DONE: tl.constexpr, PHASES: tl.constexpr = 9, HMASK: tl.constexpr = False,
-    BOUND: tl.constexpr = False,
 ):
     """One token per row, top-p (k off) at a scalar temperature, drawn with the row's uniform.
 
@@ -630,11 +629,6 @@ def fused_topp_sample_kernel(
         int32 diagnostics: the searches the histogram band answered, and the reads of the row
         the other (pivot-round) searches took; done_ptr : (B,) int32, 1 where this launch wrote
         the row's token (written unless SKIP_DONE)
-    bound_ptr : (B, 2) int64, written when BOUND (the top-p mask, :mod:`.bound_mask`) instead of
-        the token: the rank key and the index of the last entry top-p keeps, so that the row
-        keeps exactly the entries with (key > bound key) or (key == bound key and index <=
-        bound index). Top-p off, or a row without mass (p > 0): (KEY_NAN, V), every entry; p <=
-        0: the first entry of the order. BOUND skips the draw's search (u is not read).
 
     HIST (rows without +inf): after the first pass, one read counts the entries per coarse bin
     (NB1 bins over the range that can hold the crossings) and sums the row's mass Z; a second
@@ -682,14 +676,8 @@ def fused_topp_sample_kernel(
             p = _row_param(p_ptr, p_bits, row64, P_ARRAY)
         else:
             p = (n_nan * 0).to(tl.float64) + 1.0
-        if BOUND:
-            u = (n_nan * 0).to(tl.float64) + 0.5
-        else:
-            u = tl.load(u_ptr + row64).to(tl.float64)
+        u = tl.load(u_ptr + row64).to(tl.float64)
         p_on = (p < 1.0) & (p == p)
-        first_only = p <= 0.0  # (NaN: False)
-        bound_key = tl.where(first_only, top_key, top_key * 0 + KEY_NAN)
-        bound_idx = tl.where(first_only, first, first * 0 + V)
         token = first
         logp = (n_nan * 0).to(tl.float32)
         rounds = n_nan * 0
@@ -764,25 +752,21 @@ def fused_topp_sample_kernel(
             # a pivot-round search compares with its own sums (p or u times the row's mass as it
             # sums it); the draw after a top-p search aims at u times that search's kept mass
             tau_u = tl.where(p_on, u * kept, -1.0)
-            if HIST & (n_pinf == 0) & (PHASES >= 5) & (not BOUND):
+            if HIST & (n_pinf == 0) & (PHASES >= 5):
                 found_u, key_u, idx_u, cum_u, w_u = _band_search(
                     cand_val + CAP, cand_idx + CAP, n_u, above_u, tl.where(p_on, tau_u, u * total),
                     row_max, inv_t, inf_mode, True, CAP, SMALL)
                 hits += found_u
             if ROUNDS:
-                if (found_u == 0) & (PHASES >= 6) & (not BOUND):
+                if (found_u == 0) & (PHASES >= 6):
                     key_u, idx_u, cum_u, w_u, total_u, rounds_u = mass_search(
                         row_ptr, V, row_max, inv_t, inf_mode, n_nan, top_key, v_floor, u,
                         tau_u, counter, cand_val, cand_idx, table_piv, table_cnt, table_mass,
                         tl.minimum(rounds, TABLE_ROUNDS), True, NP, CAP, BLOCK, FOLD,
                         MAX_ROUNDS, TABLE_ROUNDS)
                     rounds += rounds_u
-            elif BOUND:  # the second launch answers the rows the band missed (no draw)
-                done = tl.where(tl.where(p_on, found_p, 1) == 1, 1, 0)
             else:  # the second launch answers the rows a band missed
                 done = tl.where((found_u == 1) & (tl.where(p_on, found_p, 1) == 1), 1, 0)
-            bound_key = key_p
-            bound_idx = idx_p
             # a float32 rounding may step past the kept prefix (u close to 1): its last entry; no
             # entry found (rounding, top-p off): the first entry (weight 1) keeps the support
             past = (key_u < key_p) | ((key_u == key_p) & (idx_u > idx_p)) | (idx_u < 0) | (w_u <= 0.0)
@@ -794,13 +778,9 @@ def fused_topp_sample_kernel(
                 log_w = tl.where(inf_mode, 0.0, (x_tok - row_max.to(tl.float64)) / t)
                 logp = (log_w - tl.log(tl.where(kept64 > 0.0, kept64, 1.0))).to(tl.float32)
         if done == 1:
-            if BOUND:
-                tl.store(bound_ptr + row64 * 2, bound_key.to(tl.int64))
-                tl.store(bound_ptr + row64 * 2 + 1, bound_idx.to(tl.int64))
-            else:
-                tl.store(token_ptr + row64, token.to(tl.int64))
-                if LOGPROB:
-                    tl.store(logp_ptr + row64, logp)
+            tl.store(token_ptr + row64, token.to(tl.int64))
+            if LOGPROB:
+                tl.store(logp_ptr + row64, logp)
         tl.store(rounds_ptr + row64 * 2, hits)
         tl.store(rounds_ptr + row64 * 2 + 1, rounds)
         if not SKIP_DONE:

@@ -13,7 +13,6 @@ import torch
 import triton
 
 from qrita.backends.triton import arena, eager_graph, fastlaunch, philox
-from qrita.backends.triton.bound_mask import bound_mask_kernel
 from qrita.backends.triton.fused_sample import fused_topk_sample_kernel, selection_sample_kernel
 from qrita.backends.triton.fused_select import threshold_select_kernel
 from qrita.backends.triton.fused_topp import fused_topp_sample_kernel
@@ -49,7 +48,6 @@ from qrita.backends.triton.wide import (
 
 __all__ = ["PipelineConfig", "pipeline_config", "launch_mask", "launch_select", "launch_select_one",
            "launch_fused_sample", "launch_fused_topp_sample", "launch_reject_topp_sample",
-           "launch_fused_topp_mask", "fused_topp_mask_applies",
            "one_launch", "chunk_rows", "interpreting"]
 
 ROW_INFO = 16  # per row: mode, boundary key, tie budget, candidates, pivot rounds, wide interval
@@ -1608,8 +1606,7 @@ def _f64_bits(v: float) -> int:
 
 def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *,
                              logprob: bool, rounds: torch.Tensor | None = None,
-                             cap: int | None = None,
-                             bound: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                             cap: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """One token per row with top-k off: top-p (or nothing) at a scalar temperature, drawn with
     ``u``, in one launch (``fused_topp.fused_topp_sample_kernel``, one program per row).
 
@@ -1618,10 +1615,7 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     Python number or a (B,) floating tensor; logprob : also compute the log-probabilities (one
     more read of each row); rounds : optional (B, 2) int32 receiving, per row, the searches the
     histogram band answered and the reads the pivot-round searches took; cap : the gather
-    capacity per search (tests), default FUSED_TOPP_CAP (64 under the interpreter); bound :
-    optional (B, 2) int64 receiving each row's kept-prefix bound instead of a token (the top-p
-    mask, :func:`launch_fused_topp_mask`; ``u`` and ``temperature`` are then not used and no
-    token is written).
+    capacity per search (tests), default FUSED_TOPP_CAP (64 under the interpreter).
     Measuring knobs: ``QRITA_TOPP_HIST`` (1: the histogram band first, default; 0: pivot rounds
     only), ``QRITA_TOPP_BINS`` / ``QRITA_TOPP_FINE`` (coarse / fine histogram bins, powers of
     2, default 64 / 128), ``QRITA_TOPP_HBLOCK`` (entries per histogram tile, default 4096),
@@ -1641,12 +1635,8 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
     block = 128 if small else int(os.environ.get("QRITA_TOPP_BLOCK", "1024"))
     t = 1.0 if temperature is None else float(temperature)
     dev = x.device
-    if bound is None:
-        token = torch.empty(batch, dtype=torch.int64, device=dev)
-        logp = torch.empty(batch, dtype=torch.float32, device=dev)
-    else:  # no token: the bound's memory stands in for the pointers the kernel does not touch
-        token, logp = bound, bound.view(torch.float32)
-        u = logp
+    token = torch.empty(batch, dtype=torch.int64, device=dev)
+    logp = torch.empty(batch, dtype=torch.float32, device=dev)
     if rounds is None:
         rounds = torch.empty((batch, 2), dtype=torch.int32, device=dev)
     counter = torch.empty((batch, 2), dtype=torch.int32, device=dev)
@@ -1669,10 +1659,9 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
                   STEPS=(fine + 1).bit_length(),
                   PHASES=int(os.environ.get("QRITA_TOPP_PHASES", "9")),
                   HMASK=os.environ.get("QRITA_TOPP_HMASK", "0") == "1",
-                  BOUND=bound is not None,
                   num_warps=int(os.environ.get("QRITA_TOPP_WARPS", "8")))
     args = (x, p_ptr, u, vocab, x.stride(0), 1.0 / t, _f64_bits(t), p_bits, counter, cand_val,
-            cand_idx, table_piv, table_cnt, table_mass, token, logp, rounds, done, token)
+            cand_idx, table_piv, table_cnt, table_mass, token, logp, rounds, done)
     # the histogram band (no pivot-round code: fewer registers), then the pivot rounds for the
     # rows it left (the others return at once); QRITA_TOPP_SPLIT=0: one launch with both
     launch(fused_topp_sample_kernel, (batch,), *args, HIST=hist, ROUNDS=not split,
@@ -1681,47 +1670,6 @@ def launch_fused_topp_sample(x: torch.Tensor, u: torch.Tensor, temperature, p, *
         launch(fused_topp_sample_kernel, (batch,), *args, HIST=False, ROUNDS=True,
                SKIP_DONE=True, **common)
     return token, logp
-
-
-def fused_topp_mask_applies(vocab: int, k, p, row_info) -> bool:
-    """Whether :func:`launch_mask` takes :func:`launch_fused_topp_mask`: top-p on and top-k off
-    (None, or a Python int <= 0 or >= V), no per-row diagnostics, no caller's scratch arena,
-    and ``QRITA_MASK_FUSED_TOPP=1`` (opt-in until measured on a GPU)."""
-    if p is None or row_info is not None or arena.active():
-        return False
-    if k is not None and (isinstance(k, torch.Tensor) or 0 < int(k) < vocab):
-        return False
-    return os.environ.get("QRITA_MASK_FUSED_TOPP", "0") == "1"
-
-
-def launch_fused_topp_mask(x: torch.Tensor, out: torch.Tensor, p, fill: float, *,
-                           rounds: torch.Tensor | None = None, cap: int | None = None,
-                           block: int | None = None) -> torch.Tensor:
-    """Top-p mask (top-k off) of (B, V) rows into ``out`` (may be ``x``): the fused top-p
-    search finds each row's kept-prefix bound (``fused_topp_sample_kernel`` with BOUND, one
-    program per row, its histogram band then, for the rows the band missed, its pivot rounds),
-    then ``bound_mask.bound_mask_kernel`` writes the row over (B, V / block) programs.
-
-    x : (B, V) float32 / bfloat16 / float16, unit stride along V; out : (B, V) of x's dtype,
-    unit stride along V; p : a Python number or a (B,) floating tensor; rounds / cap : as
-    :func:`launch_fused_topp_sample`; block : entries per write program (default
-    ``QRITA_MASK_BOUND_BLOCK`` or 2048; 128 under the interpreter).
-
-    A row's answer does not depend on the batch (each row's search is its own program). Its
-    masses are the sampler's (float32 weights summed in float32 inside a tile, float64 across
-    tiles), so a top-p boundary may differ from the oracle's only within docs/spec.md rule 5's
-    margin, as the sampler's kept set does.
-    """
-    batch, vocab = x.shape
-    bound = torch.empty((batch, 2), dtype=torch.int64, device=x.device)
-    launch_fused_topp_sample(x, bound.view(torch.float32), None, p, logprob=False,
-                             rounds=rounds, cap=cap, bound=bound)
-    block = block or (128 if interpreting() else
-                      int(os.environ.get("QRITA_MASK_BOUND_BLOCK", "2048")))
-    launch(bound_mask_kernel, (batch, triton.cdiv(vocab, block)), x, bound, vocab, x.stride(0),
-           out.stride(0), float(fill), out, INPLACE=out.data_ptr() == x.data_ptr(), BLOCK=block,
-           num_warps=4)
-    return out
 
 
 @functools.cache
@@ -1928,8 +1876,6 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     tie budget, candidates and pivot rounds.
     """
     batch, vocab = x.shape
-    if fused_topp_mask_applies(vocab, k, p, row_info):
-        return launch_fused_topp_mask(x, out, p, fill)
     cfg = config or pipeline_config(vocab, x.dtype)
     if (p is None and k is not None and row_info is None and out.data_ptr() != x.data_ptr()
             and one_launch(batch, x)):
