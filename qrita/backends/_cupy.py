@@ -55,7 +55,8 @@ def _direct_exchange() -> tuple[Any, Any, Any, int] | None:
     Returns ``(cupy.from_dlpack, torch C import, torch C export, null stream handle)``. The
     public exchange (``torch.from_dlpack(x)``, ``cupy.from_dlpack(t)``) makes each side ask the
     other for its current stream and order the two (about 4 and 13 µs of host time per call on
-    an H100 host, ``benchmarks/cupy_exchange_probe.py``, BENCHMARKS.md fifty-first session).
+    one H100 host, 11 and 29 on another; ``benchmarks/cupy_exchange_probe.py``, BENCHMARKS.md
+    fiftieth and fifty-first sessions; the direct steps took 2.1 and 4.4 on the second).
     Inside :func:`stream_scope` both libraries already run on the same stream, so the adapter
     crosses with less:
 
