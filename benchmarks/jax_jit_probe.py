@@ -1,14 +1,16 @@
 """Where a qrita call inside ``jax.jit`` spends its host time (issue 5; not a test).
 
 Inside jit the kernels run from a ``buffer_callback``: at each execution XLA calls back into
-Python, which launches the Triton kernels on XLA's stream. This times, host µs per call back to
-back (no sync; best of 5 x 400, B = 1, V = 131072, float32):
+Python, which launches the Triton kernels on XLA's stream. This times µs per call back to back
+(one sync after each 400, so a GPU slower than the host shows; best of 5 x 400, B = 1,
+V = 131072, float32):
 
 - a jitted ``x + 1`` (JAX's own dispatch floor);
 - a jitted ``buffer_callback`` that does nothing, and one that runs a torch add on XLA's buffers
   and stream, each with ``command_buffer_compatible`` False and True (True lets XLA record the
   callback's launches into its CUDA graphs, where its command buffers apply);
-- the jitted qrita topk50 mask, with the time spent inside qrita's callback measured apart;
+- the jitted qrita topk50 mask, with the time spent inside qrita's callback measured apart, and
+  the jitted ``top_k`` k50 (both checked against the reference first);
 - a cProfile of the jitted mask calls (largest own times).
 
 Run it once as it is and once with ``XLA_FLAGS=--xla_gpu_graph_min_graph_size=1`` (XLA only
@@ -134,11 +136,18 @@ def main() -> int:
             lines.append(f"  of which inside qrita's callback: {inner['s'] / inner['n'] * 1e6:.1f}"
                          f" µs per call ({inner['n']} calls)")
             print(lines[-1])
+        top = jax.jit(lambda x: qrita.top_k(x, 50))
+        values, indices = top(x)
+        want_v, want_i = qrita.top_k(np.asarray(host), 50)
+        assert np.array_equal(np.asarray(values), want_v), "the jitted top_k's values differ"
+        assert np.array_equal(np.asarray(indices), want_i), "the jitted top_k's indices differ"
+        report("jit qrita top_k k50", lambda: top(x))
         eager = lambda: qrita.top_k_top_p_mask(x, 50, None)  # noqa: E731
         report("eager qrita topk50 mask (JAX array)", eager)
         x_t = torch.from_numpy(host).cuda()
         report("eager qrita topk50 mask (torch tensor)",
                lambda: qrita.top_k_top_p_mask(x_t, 50, None))
+        report("eager qrita top_k k50 (torch tensor)", lambda: qrita.top_k(x_t, 50))
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(300):

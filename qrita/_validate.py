@@ -96,9 +96,13 @@ def _check_row_array(
     allowed = [(batch,)] if len(info.shape) == 2 else [(1,), ()]
     if vinfo.shape not in allowed:
         want = " or ".join(str(s) for s in allowed)
+        hint = ""
+        if vinfo.shape == ():
+            hint = (f"; one {name} for every row is a Python number (under jax.jit, a static "
+                    f"argument)")
         raise ValueError(
             f"{name} array must have shape {want} for logits of shape {info.shape}, "
-            f"got shape {vinfo.shape}"
+            f"got shape {vinfo.shape}{hint}"
         )
     if vinfo.device != info.device and "traced" not in (vinfo.device, info.device):
         raise ValueError(

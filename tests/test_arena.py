@@ -152,6 +152,7 @@ def test_jit_masks_callback_takes_all_its_scratch_from_the_xla_buffer(monkeypatc
     from qrita.backends import _jax_jit
 
     monkeypatch.setattr(_jax_jit, "_on_xla_stream", lambda ctx, device: contextlib.nullcontext())
+    monkeypatch.setattr(_jax_jit, "_recording", lambda device: True)  # as in XLA's capture
     counting = _CountingTorch()
     monkeypatch.setattr(launch_module, "torch", counting)
     B, V = 3, 777
@@ -173,4 +174,85 @@ def test_jit_masks_callback_takes_all_its_scratch_from_the_xla_buffer(monkeypatc
     assert casts == [True]
     assert int((scratch != -5).sum()) > 0
     compare.assert_mask_matches(_host(out), x_np, k_rows.astype(np.int64), 0.9)
+    assert not arena.active()
+
+
+@pytest.mark.parametrize(("k", "sorted", "dtype"), [
+    (1, True, "float32"), (30, False, "bfloat16"), (30, True, "float16"), (777, True, "float32")])
+def test_jit_top_k_callback_takes_all_its_scratch_from_the_xla_buffer(monkeypatch, k, sorted,
+                                                                      dtype):
+    """The command-buffer ``top_k`` callback (torch CPU tensors standing in for XLA's buffers):
+    values and indices (cast to JAX's int32) equal the oracle's, launch.py asks torch for
+    nothing (the selection too comes from the scratch), and the scratch size covers it."""
+    import contextlib
+
+    from qrita.backends import _jax_jit
+    from qrita.reference import oracle
+
+    monkeypatch.setattr(_jax_jit, "_on_xla_stream", lambda ctx, device: contextlib.nullcontext())
+    monkeypatch.setattr(_jax_jit, "_recording", lambda device: True)  # as in XLA's capture
+    counting = _CountingTorch()
+    monkeypatch.setattr(launch_module, "torch", counting)
+    V = 777
+    x_np = _rows(np.random.default_rng(9), V)
+    x = torch.from_numpy(x_np).to(DEVICE).to(getattr(torch, dtype))
+    rows = x.shape[0]
+    words = _jax_jit.top_k_scratch_words(rows, V, np.dtype(np.float32) if dtype == "float32"
+                                         else np.dtype(np.float16), k, sorted)
+    if dtype == "bfloat16":  # the same itemsize as float16: the same words
+        assert words == launch_module.select_scratch_words(rows, V, torch.bfloat16, k)
+    scratch = torch.full((words,), -5, dtype=torch.int32, device=DEVICE)
+    out_values = torch.empty((rows, k), dtype=x.dtype, device=DEVICE)
+    out_indices = torch.empty((rows, k), dtype=torch.int32, device=DEVICE)
+    _jax_jit._gpu_top_k_callback(None, (out_values, out_indices, scratch), x, k=k,
+                                 mode="largest", sorted=sorted, scratch=True)
+    assert counting.allocations == []
+    assert not arena.active()
+    want_v, want_i = oracle.top_k(_host(x), k, sorted=sorted)
+    np.testing.assert_array_equal(out_indices.cpu().numpy(), want_i)
+    np.testing.assert_array_equal(_host(out_values), want_v)
+
+
+def test_jit_top_k_scratch_words_refuses_what_the_arena_cannot_hold(monkeypatch):
+    """A sorted k above the in-register sort (a torch sort) and chunked rows (``torch.cat``)
+    keep the plain callback: no scratch size for them."""
+    from qrita.backends import _jax_jit
+    from qrita.backends.triton.one_launch import SORT_MAX
+
+    assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, SORT_MAX, True) > 0
+    assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, SORT_MAX + 1, True) is None
+    assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, SORT_MAX + 1, False) > 0
+    monkeypatch.setenv("QRITA_CHUNK_ROWS", "2")
+    assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, 10, True) is None
+
+
+def test_jit_callbacks_take_the_eager_path_when_xla_does_not_record(monkeypatch):
+    """Called as it comes (XLA not capturing its stream: e.g. below its minimum graph size),
+    the command-buffer callbacks leave the scratch output alone and take the usual eager
+    path, with the same answers."""
+    import contextlib
+
+    from qrita.backends import _jax_jit
+    from qrita.reference import oracle
+
+    monkeypatch.setattr(_jax_jit, "_on_xla_stream", lambda ctx, device: contextlib.nullcontext())
+    V = 301
+    x_np = _rows(np.random.default_rng(12), V)
+    x = torch.from_numpy(x_np).to(DEVICE)
+    rows = x.shape[0]
+    scratch = torch.full((_jax_jit.top_k_scratch_words(rows, V, np.float32, 7, True),), -5,
+                         dtype=torch.int32, device=DEVICE)
+    out_values = torch.empty((rows, 7), dtype=x.dtype, device=DEVICE)
+    out_indices = torch.empty((rows, 7), dtype=torch.int64, device=DEVICE)
+    _jax_jit._gpu_top_k_callback(None, (out_values, out_indices, scratch), x, k=7,
+                                 mode="largest", sorted=True, scratch=True)
+    want_v, want_i = oracle.top_k(x_np, 7)
+    np.testing.assert_array_equal(out_indices.cpu().numpy(), want_i)
+    np.testing.assert_array_equal(_host(out_values), want_v)
+    mask_scratch = torch.full_like(scratch, -5)
+    out = x.clone()
+    _jax_jit._gpu_masks_callback(None, (out, mask_scratch), x, k_static=7, p_static=0.8,
+                                 has_k=False, has_p=False, fill=float("-inf"), scratch=True)
+    compare.assert_mask_matches(_host(out), x_np, 7, 0.8)
+    assert bool((scratch == -5).all()) and bool((mask_scratch == -5).all())
     assert not arena.active()

@@ -434,35 +434,69 @@ def test_jax_jit_runs_the_kernel_on_the_device(monkeypatch, ops, dtype):
     assert_mask_ok(np.asarray(out), x_host, 5, None)
 
 
+@pytest.mark.parametrize("command_buffer", ["1", "0"])
 @pytest.mark.parametrize("k_kind", ["scalar", "rows"])
-def test_jax_jit_command_buffer_masks_replay_exactly(monkeypatch, ops, k_kind):
-    """``QRITA_JAX_COMMAND_BUFFER=1``: the jitted masks' callback is command-buffer compatible
-    and takes its scratch from an XLA output. Run many times (new inputs and the same ones, in
-    a program with more operations around it) every mask equals the oracle's. Whether XLA
-    recorded it depends on its flags (``--xla_gpu_graph_min_graph_size``); the answers must
-    not."""
+def test_jax_jit_command_buffer_masks_replay_exactly(monkeypatch, ops, k_kind, command_buffer):
+    """``QRITA_JAX_COMMAND_BUFFER`` (default 1): the jitted masks' callback is command-buffer
+    compatible and takes its scratch from an XLA output. Run many times (new inputs and the
+    same ones, in a program with more operations around it) every mask equals the oracle's.
+    Whether XLA recorded it depends on its flags (``--xla_gpu_graph_min_graph_size``); the
+    answers must not. A scalar k is static (a traced 0-d k is refused: per-row k is (B,))."""
     jax, gpus = _jax()
     import jax.numpy as jnp
 
     import qrita
 
-    monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", "1")
+    monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", command_buffer)
     rng = np.random.default_rng(17)
     k = 20 if k_kind == "scalar" else jax.device_put(
         jnp.asarray(rng.integers(1, 200, size=B), dtype=jnp.int32), gpus[0])
 
-    @jax.jit
-    def step(x, k):
+    def body(x, k):
         y = x * 1.0 + 0.0
         masked = qrita.top_k_top_p_mask(y, k, 0.9)
         return jnp.where(jnp.isfinite(masked), masked, -jnp.inf) * 1.0
 
+    step = jax.jit(body, static_argnums=(1,) if k_kind == "scalar" else ())
     inputs = [_logits_np(30 + i) for i in range(3)]
     for rep in range(12):
         x_np = inputs[rep % 3] * np.float32(1 + rep // 3)
         x = jax.device_put(x_np, gpus[0])
         out = np.asarray(step(x, k))
         assert_mask_ok(out, x_np, np.asarray(k) if k_kind == "rows" else k, 0.9)
+
+
+@pytest.mark.parametrize("command_buffer", ["1", "0"])
+@pytest.mark.parametrize(("k", "sorted", "dtype"), [
+    (1, True, "float32"), (50, True, "bfloat16"), (50, False, "float16"),
+    (1024, True, "float32"), (1500, True, "float32"), (1500, False, "bfloat16")])
+def test_jax_jit_command_buffer_top_k_replays_exactly(monkeypatch, ops, k, sorted, dtype,
+                                                      command_buffer):
+    """The jitted ``top_k`` with ``QRITA_JAX_COMMAND_BUFFER`` on and off: its selection and
+    scratch from an XLA output where the call allows (sorted up to ``SORT_MAX`` = 1024; a
+    larger sorted k keeps the plain callback), inside a program with more operations, run
+    over new and repeated inputs: values and indices equal the oracle's every time."""
+    jax, gpus = _jax()
+    import jax.numpy as jnp
+
+    import qrita
+
+    monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", command_buffer)
+
+    @jax.jit
+    def step(x):
+        values, indices = qrita.top_k(x * 1 + 0, k, sorted=sorted)
+        return values * 1, indices + 0
+
+    inputs = [_logits_np(60 + i) for i in range(3)]
+    for rep in range(9):
+        x_np = (inputs[rep % 3] * np.float32(1 + rep // 3)).astype(jnp.dtype(dtype))
+        values, indices = step(jax.device_put(x_np, gpus[0]))
+        # the oracle on the exact float32 copy (same order, same values)
+        want_v, want_i = oracle.top_k(x_np.astype(np.float32), k, sorted=sorted)
+        assert values.dtype == x_np.dtype
+        np.testing.assert_array_equal(np.asarray(indices), want_i)
+        np.testing.assert_array_equal(np.asarray(values).astype(np.float32), want_v)
 
 
 def test_jax_jit_top_k(ops):

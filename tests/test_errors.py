@@ -132,6 +132,8 @@ def test_k_array_wrong_dtype(logits, dtype):
 def test_k_array_wrong_shape_2d(logits, shape):
     k = np.ones(shape, dtype=np.int64)
     msg = f"k array must have shape (4,) for logits of shape (4, 16), got shape {shape}"
+    if shape == ():  # a 0-d k (a traced scalar under jax.jit): the error says what to pass
+        msg += "; one k for every row is a Python number (under jax.jit, a static argument)"
     with pytest.raises(ValueError, match=re.escape(msg)):
         qrita.top_k_top_p_mask(logits, k, None)
 

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["masks", "top_k", "sampling", "command_buffers", "mask_scratch_words"]
+__all__ = ["masks", "top_k", "sampling", "command_buffers", "mask_scratch_words",
+           "top_k_scratch_words"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,22 +233,38 @@ def _gpu_masks_callback(ctx, out, x, *arrays, k_static, p_static, has_k, has_p, 
 
 
 def command_buffers() -> bool:
-    """``QRITA_JAX_COMMAND_BUFFER=1`` (opt-in, read when a program is traced): the jitted masks'
-    callback is declared ``command_buffer_compatible`` and takes its scratch from an extra XLA
-    output, so XLA may record its launches into a CUDA graph and replay them without Python
-    (docs/backends.md). Off by default: not yet run on a GPU."""
+    """``QRITA_JAX_COMMAND_BUFFER`` (read when a program is traced; default on, ``0`` turns it
+    off): the jitted masks' and top-k's callbacks are declared ``command_buffer_compatible``
+    and take their scratch from an extra XLA output, so XLA may record their launches into a
+    CUDA graph and replay them without Python (docs/backends.md). H100, masks (top-k 50, B = 1,
+    V = 131072) at ``--xla_gpu_graph_min_graph_size=1``: 33.0 host µs per jitted call against
+    83.3 without, and 30.5 for a jitted ``x + 1`` (BENCHMARKS.md fifty-second session)."""
     import os
 
-    return os.environ.get("QRITA_JAX_COMMAND_BUFFER", "0") == "1"
+    return os.environ.get("QRITA_JAX_COMMAND_BUFFER", "1") != "0"
+
+
+def _recording(device: Any) -> bool:
+    """Whether XLA now records the callback's launches (its stream, torch's current one inside
+    :func:`_on_xla_stream`, is capturing a CUDA graph)."""
+    import torch
+
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
 
 
 def _scratch_scope(buffer: Any) -> contextlib.AbstractContextManager[Any]:
-    """The arena over XLA's scratch ``buffer`` (a buffer_callback Buffer), or nothing."""
+    """The arena over XLA's scratch ``buffer`` (a buffer_callback Buffer) while XLA records
+    the callback into a command buffer; otherwise (no buffer, or XLA runs the callback as it
+    comes: e.g. below ``--xla_gpu_graph_min_graph_size``) nothing, and the call takes the
+    eager path (its one-launch kernels and kept scratch)."""
     if buffer is None:
+        return contextlib.nullcontext()
+    view = _torch_view(buffer)
+    if not _recording(view.device):
         return contextlib.nullcontext()
     from qrita.backends.triton import arena
 
-    return arena.scratch_arena(_torch_view(buffer))
+    return arena.scratch_arena(view)
 
 
 def _as_int64(t: Any) -> Any:
@@ -348,14 +365,36 @@ def _host_top_k(x, *, k, mode, sorted, index_dtype):
     return np.asarray(values).astype(dtype, copy=False), np.asarray(indices).astype(index_dtype)
 
 
-def _gpu_top_k_callback(ctx, outs, x, *, k, mode, sorted):
+def _gpu_top_k_callback(ctx, outs, x, *, k, mode, sorted, scratch=False):
+    """The Triton top-k on XLA's buffers and stream. ``scratch`` (command buffers, see
+    :func:`command_buffers`): ``outs`` ends with a flat int32 scratch buffer, and the
+    selection and every piece of the pipeline's scratch come from it."""
+    scratch_buffer = None
+    if scratch:
+        *outs, scratch_buffer = outs
     out_values, out_indices = outs
     t = _torch_view(x)
-    with _on_xla_stream(ctx, t.device):
+    with _on_xla_stream(ctx, t.device), _scratch_scope(scratch_buffer):
         values, indices = _device_top_k(t, k, mode, sorted)
         ov, oi = _torch_view(out_values), _torch_view(out_indices)
         ov.copy_(values)
         oi.copy_(indices)  # int64 -> int32 when x64 is off
+
+
+def top_k_scratch_words(rows: int, n: int, dtype: Any, k: int, sorted: bool) -> int | None:
+    """Int32 words of the scratch output a command-buffer top-k callback needs, or None where
+    the call cannot take all its scratch from it (a sorted k above the in-register sort's
+    ``SORT_MAX`` sorts with torch; ``QRITA_CHUNK_ROWS`` chunks are joined by ``torch.cat``):
+    those keep the plain callback."""
+    import torch
+
+    from qrita.backends.triton import launch
+    from qrita.backends.triton.one_launch import SORT_MAX
+
+    if (sorted and k > SORT_MAX) or launch.chunk_rows(rows) < rows:
+        return None
+    torch_dtype = getattr(torch, np.dtype(dtype).name)
+    return launch.select_scratch_words(rows, n, torch_dtype, k)
 
 
 def top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest", sorted: bool = True):
@@ -395,8 +434,19 @@ def top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest", sorted: bool
         def gpu(x2):
             from jax.experimental.buffer_callback import buffer_callback
 
+            options = dict(k=k, mode=mode, sorted=sorted)
+            words = top_k_scratch_words(rows, n, x2.dtype, k, sorted) if command_buffers() \
+                else None
+            if words is not None:
+                call = buffer_callback(
+                    functools.partial(_gpu_top_k_callback, scratch=True, **options),
+                    (*result, jax.ShapeDtypeStruct((max(words, 1),), jnp.int32)),
+                    vmap_method="sequential",
+                    command_buffer_compatible=True,
+                )
+                return tuple(call(x2)[:2])
             call = buffer_callback(
-                functools.partial(_gpu_top_k_callback, k=k, mode=mode, sorted=sorted),
+                functools.partial(_gpu_top_k_callback, **options),
                 result,
                 vmap_method="sequential",
             )

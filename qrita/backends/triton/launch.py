@@ -1894,6 +1894,42 @@ def launch_mask(x: torch.Tensor, out: torch.Tensor, k, p, fill: float, *,
     return out
 
 
+def _selection_words(batch: int, k: int, dtype: torch.dtype, with_key: bool) -> list[int]:
+    """Int32 words of a selection's values, int64 indices and (``with_key``) int32 rank keys."""
+    value_words = -(-batch * k * dtype.itemsize // 4)
+    return [value_words, 2 * batch * k] + ([batch * k] if with_key else [])
+
+
+def _selection_buffers(batch: int, k: int, dtype: torch.dtype, device: torch.device,
+                       with_key: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """A selection's values (B, k) of ``dtype``, indices (B, k) int64 and, with ``with_key``,
+    int32 rank keys (B, k) (else None): new tensors, or inside :func:`arena.scratch_arena`
+    pieces of the caller's buffer (a recorded graph's replays then write where the caller
+    reads)."""
+    if not arena.active():
+        key = torch.empty((batch, k), dtype=torch.int32, device=device) if with_key else None
+        return (torch.empty((batch, k), dtype=dtype, device=device),
+                torch.empty((batch, k), dtype=torch.int64, device=device), key)
+    pieces = [arena.take(words) for words in _selection_words(batch, k, dtype, with_key)]
+    values = pieces[0].view(dtype)[:batch * k].view(batch, k)
+    indices = pieces[1].view(torch.int64).view(batch, k)
+    return values, indices, pieces[2].view(batch, k) if with_key else None
+
+
+def select_scratch_words(batch: int, vocab: int, dtype: torch.dtype, k: int) -> int:
+    """Int32 words of scratch that :func:`launch_select` or :func:`launch_select_fused` of
+    (``batch``, ``vocab``) rows and a scalar ``k`` takes inside :func:`arena.scratch_arena`,
+    the selection itself included, then sorted in place (an upper bound: the rank keys
+    counted too). A sorted selection above ``SORT_MAX`` (a torch sort, whose scratch is
+    torch's) and ``QRITA_CHUNK_ROWS`` chunks (joined by ``torch.cat``) take more than the
+    arena: callers keep those out of one."""
+    if batch == 0 or vocab == 0 or k == 0:
+        return 0
+    cfg = call_config(pipeline_config(vocab, dtype), vocab, k, None)
+    words = batch * sum(_workspace_widths(cfg, False, False)) + arena.ALIGN_WORDS
+    return words + sum(w + arena.ALIGN_WORDS for w in _selection_words(batch, k, dtype, True))
+
+
 def launch_select(x: torch.Tensor, k: int, *, smallest: bool, with_key: bool = False,
                   row_info: torch.Tensor | None = None,
                   config: PipelineConfig | None = None):
@@ -1904,9 +1940,8 @@ def launch_select(x: torch.Tensor, k: int, *, smallest: bool, with_key: bool = F
     """
     batch, vocab = x.shape
     cfg = config or pipeline_config(vocab, x.dtype)
-    sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
-    sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
-    sel_key = torch.empty((batch, k), dtype=torch.int32, device=x.device) if with_key else sel_idx
+    sel_val, sel_idx, sel_key = _selection_buffers(batch, k, x.dtype, x.device, with_key)
+    sel_key = sel_key if with_key else sel_idx
     cfg = call_config(cfg, vocab, k, None)
     cand_val, cand_idx, seg_i, seg_before, row_info, site = _search(
         x, k, None, cfg, smallest=smallest, select=True, out=None, sel_val=sel_val,
@@ -1943,8 +1978,7 @@ def launch_select_fused(x: torch.Tensor, k: int, *, smallest: bool, sorted: bool
     """
     batch, vocab = x.shape
     cfg = call_config(config or pipeline_config(vocab, x.dtype), vocab, k, None)
-    sel_val = torch.empty((batch, k), dtype=x.dtype, device=x.device)
-    sel_idx = torch.empty((batch, k), dtype=torch.int64, device=x.device)
+    sel_val, sel_idx, _ = _selection_buffers(batch, k, x.dtype, x.device, False)
     _search(x, k, None, cfg, smallest=smallest, select=True, out=None, sel_val=sel_val,
             sel_idx=sel_idx, fill=0.0, row_info=None, fused_sort=sorted)
     return sel_val, sel_idx
