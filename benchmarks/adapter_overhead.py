@@ -178,6 +178,8 @@ def main() -> None:
     if jax is not None and any(d.platform == "gpu" for d in jax.devices()):
         _jax_steps(qrita, x_j, x_t, k, p)
     _host_table(qrita, torch)
+    if cupy is not None:
+        _cupy_steps(qrita, torch, cupy)
     base_bench, base_wall = rows[0][1], rows[0][2]
     print(f"top_k_top_p_mask B={args.batch} V={args.vocab} k={k} p={p} float32")
     print(f"{'library':<10} {'do_bench us':>12} {'diff':>9} {'sync us':>10} {'diff':>9}")
@@ -225,6 +227,48 @@ def _jax_steps(qrita, x_j, x_t, k, p) -> None:
         qrita.top_k_top_p_mask(x_j, k, p)
     prof.disable()
     pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+
+
+def _cupy_steps(qrita, torch, cupy) -> None:
+    """Host time of each step of a CuPy eager ``top_k`` (k = 50, B = 1, V = 131072; no syncs)
+    against the same torch call, and cProfiles of both calls (largest own times): where the
+    CuPy call's extra host time goes."""
+    import cProfile
+    import pstats
+
+    from qrita.backends import _cupy
+
+    host = np.random.default_rng(1).normal(0.0, 3.0, size=(1, 131072)).astype(np.float32)
+    x_c = cupy.asarray(host)
+    x_t = torch.from_numpy(host).cuda()
+    out_t = qrita.top_k(x_t, 50)[1]
+    steps = {
+        "describe": lambda: _cupy.describe(x_c),
+        "to_torch": lambda: _cupy.to_torch(x_c),
+        "from_torch": lambda: _cupy.from_torch(out_t, x_c),
+        "stream_scope": lambda: _cupy.stream_scope(x_c).__enter__(),
+        "torch top_k (same data)": lambda: qrita.top_k(x_t, 50),
+        "cupy top_k": lambda: qrita.top_k(x_c, 50),
+    }
+    print("CuPy eager top_k k50 steps, host µs per call (no sync; median of 200)")
+    for name, fn in steps.items():
+        for _ in range(10):
+            fn()
+        times = []
+        for _ in range(200):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        print(f"  {name:<32} {np.median(times) * 1e6:9.1f}")
+    for name, x in (("cupy", x_c), ("torch", x_t)):
+        torch.cuda.synchronize()
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(200):
+            qrita.top_k(x, 50)
+        prof.disable()
+        print(f"cProfile of 200 {name} top_k calls")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(16)
 
 
 if __name__ == "__main__":
