@@ -148,6 +148,15 @@ def main() -> int:
         report("eager qrita topk50 mask (torch tensor)",
                lambda: qrita.top_k_top_p_mask(x_t, 50, None))
         report("eager qrita top_k k50 (torch tensor)", lambda: qrita.top_k(x_t, 50))
+        report("eager qrita top_k k50 (JAX array)", lambda: qrita.top_k(x, 50))
+        from qrita.backends import _jax as jax_adapter
+
+        jax_adapter.EAGER_JIT = True  # QRITA_JAX_EAGER_JIT=1: a cached jitted program
+        try:
+            report("eager qrita topk50 mask (JAX array, by jit)", eager)
+            report("eager qrita top_k k50 (JAX array, by jit)", lambda: qrita.top_k(x, 50))
+        finally:
+            jax_adapter.EAGER_JIT = False
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(300):

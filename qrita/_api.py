@@ -148,8 +148,16 @@ def _mask(logits: Any, k: Any, p: Any, fill: Any, inplace: Any) -> Any:
     if c.info.on_gpu:
         ops = _load_ops()
         if ops is not None and c.info.dtype in _kernel_dtypes(ops):
+            if _eager_by_jit(c.adapter):  # JAX (QRITA_JAX_EAGER_JIT=1): a cached jitted program
+                return c.adapter.eager_masks(logits, c.k, c.p, fill=c.fill)
             return _mask_gpu(ops, logits, c)
     return _mask_cpu(logits, c)
+
+
+def _eager_by_jit(adapter: ModuleType) -> bool:
+    """Whether ``adapter`` runs eager GPU calls through a cached jitted program."""
+    by_jit = getattr(adapter, "eager_by_jit", None)
+    return by_jit is not None and by_jit()
 
 
 def top_k_top_p_mask(
@@ -325,6 +333,8 @@ def top_k(x: Any, k: int, /, *, axis: int = -1, mode: str = "largest", sorted: b
     if info.on_gpu:
         ops = _load_ops()
         if ops is not None and hasattr(ops, "top_k"):
+            if info.dtype in _kernel_dtypes(ops) and _eager_by_jit(adapter):
+                return TopK(*adapter.eager_top_k(x, k, axis=axis, mode=mode, sorted=sorted))
             return _top_k_gpu(ops, adapter, x, k, axis, mode, sorted)
     a = adapter.to_numpy(x)
     vals, idx = _numpy.top_k(a, k, axis=axis, mode=mode, sorted=sorted)

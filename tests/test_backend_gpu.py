@@ -499,6 +499,40 @@ def test_jax_jit_command_buffer_top_k_replays_exactly(monkeypatch, ops, k, sorte
         np.testing.assert_array_equal(np.asarray(values).astype(np.float32), want_v)
 
 
+@pytest.mark.parametrize("command_buffer", ["1", "0"])
+def test_jax_eager_by_jit_matches_the_oracle(monkeypatch, ops, command_buffer):
+    """``QRITA_JAX_EAGER_JIT`` (``_jax.EAGER_JIT``): eager masks and ``top_k`` of GPU arrays run
+    a cached jitted program (no DLPack exchange), exact for scalar and per-row k / p, new and
+    repeated inputs, with command buffers on and off."""
+    jax, gpus = _jax()
+    import jax.numpy as jnp
+
+    import qrita
+    from qrita.backends import _jax as jax_adapter
+
+    monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", command_buffer)
+    monkeypatch.setattr(jax_adapter, "EAGER_JIT", True)
+    jax_adapter._jitted_masks.cache_clear()
+    jax_adapter._jitted_top_k.cache_clear()
+
+    def no_exchange(*a, **kw):
+        raise AssertionError("the eager-by-jit path took a DLPack exchange")
+
+    monkeypatch.setattr(jax_adapter, "to_torch", no_exchange)
+    monkeypatch.setattr(jax_adapter, "from_torch", no_exchange)
+    k_rows = jax.device_put(jnp.asarray([1, 5, 4096, 0, 30, 2, 100, 7], dtype=jnp.int32), gpus[0])
+    for rep in range(6):
+        x_np = _logits_np(80 + rep % 2) * np.float32(1 + rep // 2)
+        x = jax.device_put(x_np, gpus[0])
+        assert_mask_ok(np.asarray(qrita.top_k_top_p_mask(x, 20, 0.9)), x_np, 20, 0.9)
+        assert_mask_ok(np.asarray(qrita.top_k_mask(x, k_rows)), x_np, np.asarray(k_rows), None)
+        values, indices = qrita.top_k(x, 50)
+        want_v, want_i = oracle.top_k(x_np, 50)
+        np.testing.assert_array_equal(np.asarray(indices), want_i)
+        np.testing.assert_array_equal(np.asarray(values), want_v)
+    assert jax_adapter._jitted_masks.cache_info().misses == 2
+
+
 def test_jax_jit_top_k(ops):
     jax, gpus = _jax()
 

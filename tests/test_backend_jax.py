@@ -538,3 +538,50 @@ def test_export_device_is_the_local_gpu_index(monkeypatch, devices, want):
     fake = [types.SimpleNamespace(platform=p, local_hardware_id=h, id=i) for p, h, i in devices]
     monkeypatch.setattr(_jax, "_devices", lambda x: fake)
     assert _jax._find_export_device(object()) == want
+
+
+# ---------------------------------------------------------------------------------------------
+# eager calls through a cached jitted program (QRITA_JAX_EAGER_JIT; the GPU dispatch is in
+# tests/test_backend_gpu.py: here the programs themselves, on JAX's CPU backend)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eager_masks_program_matches_the_oracle(dtype):
+    rng = np.random.default_rng(21)
+    x = _logits(rng, (3, 67), dtype)
+    k_rows = jax.device_put(jnp.asarray([1, 66, 0], dtype=jnp.int32), CPU)
+    p_rows = jax.device_put(jnp.asarray([0.5, 1.0, 0.0], dtype=jnp.float32), CPU)
+    for k, p, fill in ((5, 0.9, float("-inf")), (k_rows, None, float("nan")),
+                       (None, p_rows, -7.0), (k_rows, p_rows, float("-inf"))):
+        out = _jax.eager_masks(x, k, p, fill=fill)
+        want = qrita.top_k_top_p_mask(_host(x), None if k is None else np.asarray(k)
+                                      if not isinstance(k, int) else k,
+                                      None if p is None else np.asarray(p)
+                                      if not isinstance(p, float) else p, fill=fill)
+        np.testing.assert_array_equal(_host(out).astype(np.float32), want.astype(np.float32))
+
+
+def test_eager_masks_program_is_cached_per_static_arguments():
+    """One program per (k, p, fill) statics, NaN fill included (a NaN key never equals
+    itself: the fill is keyed by its bits); per-row arrays are operands, not keys."""
+    rng = np.random.default_rng(22)
+    x = _logits(rng, (2, 40), "float32")
+    _jax._jitted_masks.cache_clear()
+    for _ in range(3):
+        _jax.eager_masks(x, 4, None, fill=float("nan"))
+        _jax.eager_masks(x, jax.device_put(jnp.asarray([2, 9]), CPU), 0.5)
+        _jax.eager_masks(x, jax.device_put(jnp.asarray([3, 1]), CPU), 0.5)
+    assert _jax._jitted_masks.cache_info().misses == 2
+
+
+@pytest.mark.parametrize(("k", "axis", "mode", "sorted"),
+                         [(1, -1, "largest", True), (7, 0, "smallest", False), (40, 1, "largest", True)])
+def test_eager_top_k_program_matches_the_oracle(k, axis, mode, sorted):
+    rng = np.random.default_rng(23)
+    x = _logits(rng, (9, 40), "bfloat16")
+    values, indices = _jax.eager_top_k(x, k, axis=axis, mode=mode, sorted=sorted)
+    want_v, want_i = oracle.top_k(_host(x).astype(np.float32), k, axis=axis, mode=mode,
+                                  sorted=sorted)
+    np.testing.assert_array_equal(np.asarray(indices), want_i)
+    np.testing.assert_array_equal(_host(values).astype(np.float32), want_v)
+    assert indices.dtype == _jax.index_dtype()

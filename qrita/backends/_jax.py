@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,9 @@ __all__ = [
     "traced_top_k",
     "traced_sampling",
     "index_dtype",
+    "eager_by_jit",
+    "eager_masks",
+    "eager_top_k",
 ]
 
 
@@ -462,3 +466,68 @@ def traced_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
 
     return _jax_jit.sampling(op, logits, max_candidates=max_candidates, logprob=logprob,
                              **params)
+
+
+# --------------------------------------------------------------------------------------------
+# eager calls through a cached jitted program (QRITA_JAX_EAGER_JIT=1)
+
+#: ``QRITA_JAX_EAGER_JIT=1`` (read at import; off by default, not yet measured on a GPU): an
+#: eager call on a GPU array runs a jitted program cached per call's static arguments
+#: (:func:`eager_masks`, :func:`eager_top_k`) instead of the DLPack exchanges. JAX's C++
+#: dispatch then replaces the exchanges' Python, and where XLA records the program into a
+#: command buffer (``QRITA_JAX_COMMAND_BUFFER``) a call runs no Python of qrita's at all.
+EAGER_JIT = os.environ.get("QRITA_JAX_EAGER_JIT", "0") == "1"
+
+
+def eager_by_jit() -> bool:
+    """Whether eager GPU calls take :func:`eager_masks` / :func:`eager_top_k`."""
+    return EAGER_JIT
+
+
+def _is_row_array(v: Any) -> bool:
+    return v is not None and not isinstance(v, (int, float))
+
+
+@functools.lru_cache(maxsize=256)
+def _jitted_masks(k_static: Any, k_array: bool, p_static: Any, p_array: bool,
+                  fill_hex: str) -> Any:
+    import jax
+
+    from qrita.backends import _jax_jit
+
+    fill = float.fromhex(fill_hex)
+
+    def run(x: Any, *arrays: Any) -> Any:
+        rest = list(arrays)
+        k = rest.pop(0) if k_array else k_static
+        p = rest.pop(0) if p_array else p_static
+        return _jax_jit.masks(x, k, p, fill=fill)
+
+    return jax.jit(run)
+
+
+def eager_masks(logits: Any, k: Any = None, p: Any = None, *,
+                fill: float = float("-inf")) -> Any:
+    """:func:`traced_masks` of an eager JAX array, through a jitted program cached per static
+    arguments (``k`` / ``p``: None, Python scalars, or (B,) JAX arrays, which are operands).
+    Returns a new ``jax.Array`` of ``logits``' shape, dtype and device."""
+    k_array, p_array = _is_row_array(k), _is_row_array(p)
+    fn = _jitted_masks(None if k_array else k, k_array, None if p_array else p, p_array,
+                       float(fill).hex())
+    return fn(logits, *[v for v, is_array in ((k, k_array), (p, p_array)) if is_array])
+
+
+@functools.lru_cache(maxsize=256)
+def _jitted_top_k(k: int, axis: int, mode: str, sorted: bool) -> Any:
+    import jax
+
+    from qrita.backends import _jax_jit
+
+    return jax.jit(lambda x: tuple(_jax_jit.top_k(x, k, axis=axis, mode=mode, sorted=sorted)))
+
+
+def eager_top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest",
+                sorted: bool = True) -> tuple[Any, Any]:
+    """:func:`traced_top_k` of an eager JAX array through a jitted program cached per
+    (k, axis, mode, sorted): ``(values, indices)``, indices of :func:`index_dtype`."""
+    return _jitted_top_k(int(k), int(axis), str(mode), bool(sorted))(x)
