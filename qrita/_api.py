@@ -148,8 +148,10 @@ def _mask(logits: Any, k: Any, p: Any, fill: Any, inplace: Any) -> Any:
     if c.info.on_gpu:
         ops = _load_ops()
         if ops is not None and c.info.dtype in _kernel_dtypes(ops):
-            if _eager_by_jit(c.adapter):  # JAX (QRITA_JAX_EAGER_JIT=1): a cached jitted program
-                return c.adapter.eager_masks(logits, c.k, c.p, fill=c.fill)
+            if _eager_by_jit(c.adapter):  # JAX: a cached jitted program, from a key's 2nd call
+                out = c.adapter.eager_masks(logits, c.k, c.p, fill=c.fill)
+                if out is not None:
+                    return out
             return _mask_gpu(ops, logits, c)
     return _mask_cpu(logits, c)
 
@@ -334,7 +336,9 @@ def top_k(x: Any, k: int, /, *, axis: int = -1, mode: str = "largest", sorted: b
         ops = _load_ops()
         if ops is not None and hasattr(ops, "top_k"):
             if info.dtype in _kernel_dtypes(ops) and _eager_by_jit(adapter):
-                return TopK(*adapter.eager_top_k(x, k, axis=axis, mode=mode, sorted=sorted))
+                out = adapter.eager_top_k(x, k, axis=axis, mode=mode, sorted=sorted)
+                if out is not None:  # JAX: a cached jitted program, from a key's 2nd call
+                    return TopK(*out)
             return _top_k_gpu(ops, adapter, x, k, axis, mode, sorted)
     a = adapter.to_numpy(x)
     vals, idx = _numpy.top_k(a, k, axis=axis, mode=mode, sorted=sorted)

@@ -291,8 +291,17 @@ def _jax():
     return jax, gpus
 
 
+@pytest.fixture
+def by_exchange(monkeypatch):
+    """Eager JAX calls by the DLPack exchanges every time (``QRITA_JAX_EAGER_JIT=0``): the tests
+    of the exchanges themselves (zero-copy pointers, devices)."""
+    from qrita.backends import _jax as jax_adapter
+
+    monkeypatch.setattr(jax_adapter, "EAGER_JIT", False)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
-def test_jax_eager_masks_zero_copy(calls, dtype):
+def test_jax_eager_masks_zero_copy(calls, dtype, by_exchange):
     jax, gpus = _jax()
     import jax.numpy as jnp
 
@@ -311,7 +320,7 @@ def test_jax_eager_masks_zero_copy(calls, dtype):
     np.testing.assert_array_equal(np.asarray(x), x_host)  # never written
 
 
-def test_jax_eager_top_k(calls):
+def test_jax_eager_top_k(calls, by_exchange):
     if not hasattr(_ops_module(), "top_k"):
         pytest.skip("qrita.backends.triton.ops has no top_k kernel yet")
     jax, gpus = _jax()
@@ -330,17 +339,23 @@ def test_jax_eager_top_k(calls):
     assert v.unsafe_buffer_pointer() == calls[-1]["out_ptr"][0]
 
 
-def test_jax_eager_orders_the_streams_both_ways():
+@pytest.mark.parametrize("eager_jit", [False, True])
+def test_jax_eager_orders_the_streams_both_ways(monkeypatch, eager_jit):
     """No host synchronisation, and still ordered: (1) the input is the output of a JAX program
     still running when the call starts (torch's stream must wait for it); (2) torch's stream is
     held back by a GPU sleep before the call, and JAX reads the result right after it (JAX's
     stream must wait for the kernel). Each round scales the logits by another power of two, so
-    a read of stale memory (the previous round's buffers) gives wrong values."""
+    a read of stale memory (the previous round's buffers) gives wrong values. ``eager_jit``:
+    from each key's second call, the cached jitted program (``QRITA_JAX_EAGER_JIT``)."""
     jax, gpus = _jax()
     import jax.numpy as jnp
     import torch
 
     import qrita
+    from qrita.backends import _jax as jax_adapter
+
+    monkeypatch.setattr(jax_adapter, "EAGER_JIT", eager_jit)
+    jax_adapter._SEEN.clear()
 
     x_np = _logits_np(16)
     eye = jax.device_put(np.eye(2048, dtype=np.float32), gpus[0])
@@ -385,7 +400,7 @@ def test_jax_inplace_is_an_error():
         qrita.top_k_mask(x, 3, inplace=True)
 
 
-def test_jax_on_second_gpu(calls):
+def test_jax_on_second_gpu(calls, by_exchange):
     jax, gpus = _jax()
     import qrita
 
@@ -501,9 +516,10 @@ def test_jax_jit_command_buffer_top_k_replays_exactly(monkeypatch, ops, k, sorte
 
 @pytest.mark.parametrize("command_buffer", ["1", "0"])
 def test_jax_eager_by_jit_matches_the_oracle(monkeypatch, ops, command_buffer):
-    """``QRITA_JAX_EAGER_JIT`` (``_jax.EAGER_JIT``): eager masks and ``top_k`` of GPU arrays run
-    a cached jitted program (no DLPack exchange), exact for scalar and per-row k / p, new and
-    repeated inputs, with command buffers on and off."""
+    """``QRITA_JAX_EAGER_JIT`` (``_jax.EAGER_JIT``, default on): eager masks and ``top_k`` of GPU
+    arrays run a cached jitted program from a key's second call (the first takes the DLPack
+    exchanges), exact for scalar and per-row k / p, new and repeated inputs, with command
+    buffers on and off."""
     jax, gpus = _jax()
     import jax.numpy as jnp
 
@@ -514,12 +530,11 @@ def test_jax_eager_by_jit_matches_the_oracle(monkeypatch, ops, command_buffer):
     monkeypatch.setattr(jax_adapter, "EAGER_JIT", True)
     jax_adapter._jitted_masks.cache_clear()
     jax_adapter._jitted_top_k.cache_clear()
-
-    def no_exchange(*a, **kw):
-        raise AssertionError("the eager-by-jit path took a DLPack exchange")
-
-    monkeypatch.setattr(jax_adapter, "to_torch", no_exchange)
-    monkeypatch.setattr(jax_adapter, "from_torch", no_exchange)
+    jax_adapter._SEEN.clear()
+    exchanges = []
+    real_to_torch = jax_adapter.to_torch
+    monkeypatch.setattr(jax_adapter, "to_torch",
+                        lambda *a, **kw: exchanges.append(1) or real_to_torch(*a, **kw))
     k_rows = jax.device_put(jnp.asarray([1, 5, 4096, 0, 30, 2, 100, 7], dtype=jnp.int32), gpus[0])
     for rep in range(6):
         x_np = _logits_np(80 + rep % 2) * np.float32(1 + rep // 2)
@@ -531,6 +546,8 @@ def test_jax_eager_by_jit_matches_the_oracle(monkeypatch, ops, command_buffer):
         np.testing.assert_array_equal(np.asarray(indices), want_i)
         np.testing.assert_array_equal(np.asarray(values), want_v)
     assert jax_adapter._jitted_masks.cache_info().misses == 2
+    assert jax_adapter._jitted_masks.cache_info().hits == 2 * 5 - 2
+    assert len(exchanges) == 3 + 1  # each key's first call (the per-row k crosses too)
 
 
 def test_jax_jit_top_k(ops):

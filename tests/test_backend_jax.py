@@ -553,6 +553,8 @@ def test_eager_masks_program_matches_the_oracle(dtype):
     p_rows = jax.device_put(jnp.asarray([0.5, 1.0, 0.0], dtype=jnp.float32), CPU)
     for k, p, fill in ((5, 0.9, float("-inf")), (k_rows, None, float("nan")),
                        (None, p_rows, -7.0), (k_rows, p_rows, float("-inf"))):
+        _jax._SEEN.clear()
+        assert _jax.eager_masks(x, k, p, fill=fill) is None  # a first sighting: the exchanges
         out = _jax.eager_masks(x, k, p, fill=fill)
         want = qrita.top_k_top_p_mask(_host(x), None if k is None else np.asarray(k)
                                       if not isinstance(k, int) else k,
@@ -567,11 +569,24 @@ def test_eager_masks_program_is_cached_per_static_arguments():
     rng = np.random.default_rng(22)
     x = _logits(rng, (2, 40), "float32")
     _jax._jitted_masks.cache_clear()
+    _jax._SEEN.clear()
+    firsts = []
     for _ in range(3):
-        _jax.eager_masks(x, 4, None, fill=float("nan"))
+        firsts.append(_jax.eager_masks(x, 4, None, fill=float("nan")) is None)
         _jax.eager_masks(x, jax.device_put(jnp.asarray([2, 9]), CPU), 0.5)
         _jax.eager_masks(x, jax.device_put(jnp.asarray([3, 1]), CPU), 0.5)
     assert _jax._jitted_masks.cache_info().misses == 2
+    assert firsts == [True, False, False]
+    # another shape is another key: its first call takes the exchanges again
+    assert _jax.eager_masks(x[:1], 4, None, fill=float("nan")) is None
+
+
+def test_eager_seen_keys_are_bounded(monkeypatch):
+    monkeypatch.setattr(_jax, "_SEEN_MAX", 3)
+    _jax._SEEN.clear()
+    assert [_jax._seen_before(("k", i)) for i in range(3)] == [False] * 3
+    assert _jax._seen_before(("k", 2))
+    assert not _jax._seen_before(("k", 3)) and len(_jax._SEEN) == 1  # full: cleared, then noted
 
 
 @pytest.mark.parametrize(("k", "axis", "mode", "sorted"),
@@ -579,6 +594,8 @@ def test_eager_masks_program_is_cached_per_static_arguments():
 def test_eager_top_k_program_matches_the_oracle(k, axis, mode, sorted):
     rng = np.random.default_rng(23)
     x = _logits(rng, (9, 40), "bfloat16")
+    _jax._SEEN.clear()
+    assert _jax.eager_top_k(x, k, axis=axis, mode=mode, sorted=sorted) is None
     values, indices = _jax.eager_top_k(x, k, axis=axis, mode=mode, sorted=sorted)
     want_v, want_i = oracle.top_k(_host(x).astype(np.float32), k, axis=axis, mode=mode,
                                   sorted=sorted)

@@ -469,19 +469,56 @@ def traced_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
 
 
 # --------------------------------------------------------------------------------------------
-# eager calls through a cached jitted program (QRITA_JAX_EAGER_JIT=1)
+# eager calls through a cached jitted program (QRITA_JAX_EAGER_JIT, default on)
 
-#: ``QRITA_JAX_EAGER_JIT=1`` (read at import; off by default, not yet measured on a GPU): an
-#: eager call on a GPU array runs a jitted program cached per call's static arguments
-#: (:func:`eager_masks`, :func:`eager_top_k`) instead of the DLPack exchanges. JAX's C++
-#: dispatch then replaces the exchanges' Python, and where XLA records the program into a
-#: command buffer (``QRITA_JAX_COMMAND_BUFFER``) a call runs no Python of qrita's at all.
-EAGER_JIT = os.environ.get("QRITA_JAX_EAGER_JIT", "0") == "1"
+#: ``QRITA_JAX_EAGER_JIT`` (read at import; default on, ``0`` turns it off): an eager call on a
+#: GPU array whose shape, dtype and static arguments were seen before runs a jitted program
+#: cached for them (:func:`eager_masks`, :func:`eager_top_k`) instead of the DLPack exchanges;
+#: the first sighting takes the exchanges, so values seen once (a new k per call) never
+#: compile. JAX's C++ dispatch then replaces the exchanges' Python, and the program is compiled
+#: so that XLA records it into a command buffer (:data:`_COMMAND_BUFFER_OPTIONS`): a call runs
+#: no Python of qrita's. H100, B = 1, V = 131072, µs per call back to back (BENCHMARKS.md
+#: fifty-second session): topk50 mask 43.1 against 119.6 by the exchanges (torch: 46.0),
+#: ``top_k`` k50 41.8 against 191.8 (torch: 58.4).
+EAGER_JIT = os.environ.get("QRITA_JAX_EAGER_JIT", "1") != "0"
+
+#: XLA records a program into a CUDA graph only from this many operations on (its default, 5 in
+#: the XLA we ran, left the one-callback program unrecorded: 136.1 µs per jitted mask call
+#: against 34.6 at 1, fifty-second session)
+_COMMAND_BUFFER_OPTIONS = {"xla_gpu_graph_min_graph_size": 1}
+
+_SEEN: dict[tuple, bool] = {}  # the keys of eager calls seen once (bounded: cleared when full)
+_SEEN_MAX = 4096
 
 
 def eager_by_jit() -> bool:
-    """Whether eager GPU calls take :func:`eager_masks` / :func:`eager_top_k`."""
+    """Whether eager GPU calls may take :func:`eager_masks` / :func:`eager_top_k`."""
     return EAGER_JIT
+
+
+def _seen_before(key: tuple) -> bool:
+    """Whether ``key`` was seen before (and note it)."""
+    if key in _SEEN:
+        return True
+    if len(_SEEN) >= _SEEN_MAX:
+        _SEEN.clear()
+    _SEEN[key] = True
+    return False
+
+
+def _jit(fn: Any) -> Any:
+    """``jax.jit(fn)``, compiled for command buffers where this JAX takes compiler options
+    (``QRITA_JAX_COMMAND_BUFFER``, see :func:`qrita.backends._jax_jit.command_buffers`)."""
+    import jax
+
+    from qrita.backends import _jax_jit
+
+    if _jax_jit.command_buffers():
+        try:
+            return jax.jit(fn, compiler_options=dict(_COMMAND_BUFFER_OPTIONS))
+        except TypeError:  # a JAX without per-program compiler options
+            pass
+    return jax.jit(fn)
 
 
 def _is_row_array(v: Any) -> bool:
@@ -491,8 +528,6 @@ def _is_row_array(v: Any) -> bool:
 @functools.lru_cache(maxsize=256)
 def _jitted_masks(k_static: Any, k_array: bool, p_static: Any, p_array: bool,
                   fill_hex: str) -> Any:
-    import jax
-
     from qrita.backends import _jax_jit
 
     fill = float.fromhex(fill_hex)
@@ -503,31 +538,37 @@ def _jitted_masks(k_static: Any, k_array: bool, p_static: Any, p_array: bool,
         p = rest.pop(0) if p_array else p_static
         return _jax_jit.masks(x, k, p, fill=fill)
 
-    return jax.jit(run)
+    return _jit(run)
 
 
 def eager_masks(logits: Any, k: Any = None, p: Any = None, *,
                 fill: float = float("-inf")) -> Any:
-    """:func:`traced_masks` of an eager JAX array, through a jitted program cached per static
-    arguments (``k`` / ``p``: None, Python scalars, or (B,) JAX arrays, which are operands).
-    Returns a new ``jax.Array`` of ``logits``' shape, dtype and device."""
+    """:func:`traced_masks` of an eager JAX array through a jitted program cached per static
+    arguments (``k`` / ``p``: None, Python scalars, or (B,) JAX arrays, which are operands), or
+    None the first time a (shape, dtype, statics) key is seen (the caller then takes the
+    exchanges). Returns a new ``jax.Array`` of ``logits``' shape, dtype and device."""
     k_array, p_array = _is_row_array(k), _is_row_array(p)
-    fn = _jitted_masks(None if k_array else k, k_array, None if p_array else p, p_array,
-                       float(fill).hex())
-    return fn(logits, *[v for v, is_array in ((k, k_array), (p, p_array)) if is_array])
+    statics = (None if k_array else k, k_array, None if p_array else p, p_array,
+               float(fill).hex())
+    if not _seen_before(("masks", logits.shape, logits.dtype, *statics)):
+        return None
+    return _jitted_masks(*statics)(
+        logits, *[v for v, is_array in ((k, k_array), (p, p_array)) if is_array])
 
 
 @functools.lru_cache(maxsize=256)
 def _jitted_top_k(k: int, axis: int, mode: str, sorted: bool) -> Any:
-    import jax
-
     from qrita.backends import _jax_jit
 
-    return jax.jit(lambda x: tuple(_jax_jit.top_k(x, k, axis=axis, mode=mode, sorted=sorted)))
+    return _jit(lambda x: tuple(_jax_jit.top_k(x, k, axis=axis, mode=mode, sorted=sorted)))
 
 
 def eager_top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest",
-                sorted: bool = True) -> tuple[Any, Any]:
+                sorted: bool = True) -> tuple[Any, Any] | None:
     """:func:`traced_top_k` of an eager JAX array through a jitted program cached per
-    (k, axis, mode, sorted): ``(values, indices)``, indices of :func:`index_dtype`."""
-    return _jitted_top_k(int(k), int(axis), str(mode), bool(sorted))(x)
+    (k, axis, mode, sorted): ``(values, indices)``, indices of :func:`index_dtype`; or None the
+    first time a (shape, dtype, k, axis, mode, sorted) key is seen."""
+    statics = (int(k), int(axis), str(mode), bool(sorted))
+    if not _seen_before(("top_k", x.shape, x.dtype, *statics)):
+        return None
+    return _jitted_top_k(*statics)(x)
