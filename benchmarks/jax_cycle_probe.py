@@ -1,0 +1,97 @@
+"""Jitted and eager JAX qrita calls when buffers change between calls (issue 5; not a test).
+
+XLA records a ``command_buffer_compatible`` callback by tracing it into a CUDA graph, which keeps
+the buffer addresses of that call; a call on other addresses needs another trace (a cache of a
+few per command). This times µs per call back to back (400 calls then a sync, best of 3; the
+last two results kept, as a loop that consumes each result would) with the input taken from a
+pool of 1, 4 or 64 distinct arrays, for: eager calls by the DLPack exchanges, eager calls by
+cached jitted programs (``QRITA_JAX_EAGER_JIT``), and a user's jitted call with command buffers
+on (compiled with ``xla_gpu_graph_min_graph_size`` 1) and off.
+
+    python benchmarks/jax_cycle_probe.py [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import numpy as np  # noqa: E402
+from adapter_overhead import write_lines  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    import jax
+
+    import qrita
+    from qrita.backends import _jax as jax_adapter
+
+    gpu = jax.devices("cuda")[0]
+    lines = [f"jax {jax.__version__}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}; µs per call "
+             f"(400 back to back, then a sync; best of 3), V = 131072 float32"]
+    print(lines[0], flush=True)
+
+    def timed(fn, pool):
+        last = []
+        for i in range(20):
+            last.append(fn(pool[i % len(pool)]))
+            del last[:-2]
+        jax.block_until_ready(last)
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for i in range(400):
+                last.append(fn(pool[i % len(pool)]))
+                del last[:-2]
+            jax.block_until_ready(last)
+            best = min(best, (time.perf_counter() - t0) / 400 * 1e6)
+        return best
+
+    def user_jit(call, command_buffer):
+        os.environ["QRITA_JAX_COMMAND_BUFFER"] = "1" if command_buffer else "0"
+        options = {"xla_gpu_graph_min_graph_size": 1} if command_buffer else None
+        fn = jax.jit(call, compiler_options=options)
+        return fn
+
+    rng = np.random.default_rng(3)
+    for batch in (1, 8):
+        hosts = [rng.normal(0.0, 3.0, size=(batch, 131072)).astype(np.float32) for _ in range(64)]
+        arrays = [jax.device_put(h, gpu) for h in hosts]
+        calls = {
+            "topk50 mask": lambda x: qrita.top_k_top_p_mask(x, 50, None),
+            "topk50 topp0.9 mask": lambda x: qrita.top_k_top_p_mask(x, 50, 0.9),
+            "top_k k50": lambda x: qrita.top_k(x, 50)[1],
+        }
+        for name, call in calls.items():
+            # one check per call kind against the reference, on two pool members
+            want = [np.asarray(call(h)) for h in hosts[:2]]
+            modes = {}
+            for mode in ("exchanges", "eager by jit", "jit cb 1", "jit cb 0"):
+                if mode.startswith("jit"):
+                    modes[mode] = user_jit(call, mode.endswith("1"))
+                else:
+                    modes[mode] = call
+            for mode, fn in modes.items():
+                jax_adapter.EAGER_JIT = mode == "eager by jit"
+                jax_adapter._SEEN.clear()
+                for i in range(2):
+                    for _ in range(2):  # the second call of a key takes the cached program
+                        got = np.asarray(fn(arrays[i]))
+                    assert np.array_equal(got, want[i]), f"{name} {mode} differs"
+                cells = [timed(fn, arrays[:n]) for n in (1, 4, 64)]
+                lines.append(f"B={batch:<2} {name:<20} {mode:<13} pool 1 / 4 / 64: "
+                             + " / ".join(f"{c:7.1f}" for c in cells))
+                print(lines[-1], flush=True)
+    jax_adapter.EAGER_JIT = True
+    write_lines(args.out, "jax_cycle_probe.txt", lines)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
