@@ -204,8 +204,10 @@ def test_jit_top_k_callback_takes_all_its_scratch_from_the_xla_buffer(monkeypatc
     scratch = torch.full((words,), -5, dtype=torch.int32, device=DEVICE)
     out_values = torch.empty((rows, k), dtype=x.dtype, device=DEVICE)
     out_indices = torch.empty((rows, k), dtype=torch.int32, device=DEVICE)
-    _jax_jit._gpu_top_k_callback(None, (out_values, out_indices, scratch), x, k=k,
-                                 mode="largest", sorted=sorted, scratch=True)
+    x_copy = x.clone()  # XLA's copy of the input (an output aliased to it)
+    _jax_jit._gpu_top_k_callback(None, (out_values, out_indices, scratch, x_copy),
+                                 torch.full_like(x, float("nan")), k=k, mode="largest",
+                                 sorted=sorted, scratch=True)
     assert counting.allocations == []
     assert not arena.active()
     want_v, want_i = oracle.top_k(_host(x), k, sorted=sorted)
@@ -214,14 +216,18 @@ def test_jit_top_k_callback_takes_all_its_scratch_from_the_xla_buffer(monkeypatc
 
 
 def test_jit_top_k_scratch_words_refuses_what_the_arena_cannot_hold(monkeypatch):
-    """A sorted k above the in-register sort (a torch sort) and chunked rows (``torch.cat``)
-    keep the plain callback: no scratch size for them."""
+    """A sorted k above the in-register sort (a torch sort), chunked rows (``torch.cat``) and
+    inputs above ``TOP_K_COPY_MAX_BYTES`` keep the plain callback: no scratch size for them."""
     from qrita.backends import _jax_jit
     from qrita.backends.triton.one_launch import SORT_MAX
 
     assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, SORT_MAX, True) > 0
     assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, SORT_MAX + 1, True) is None
     assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, SORT_MAX + 1, False) > 0
+    rows = _jax_jit.TOP_K_COPY_MAX_BYTES // (4096 * 4)  # the largest input it copies
+    assert _jax_jit.top_k_scratch_words(rows, 4096, np.float32, 10, True) > 0
+    assert _jax_jit.top_k_scratch_words(rows + 1, 4096, np.float32, 10, True) is None
+    assert _jax_jit.top_k_scratch_words(2 * rows, 4096, np.float16, 10, True) > 0
     monkeypatch.setenv("QRITA_CHUNK_ROWS", "2")
     assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, 10, True) is None
 
@@ -244,7 +250,7 @@ def test_jit_callbacks_take_the_eager_path_when_xla_does_not_record(monkeypatch)
                          dtype=torch.int32, device=DEVICE)
     out_values = torch.empty((rows, 7), dtype=x.dtype, device=DEVICE)
     out_indices = torch.empty((rows, 7), dtype=torch.int64, device=DEVICE)
-    _jax_jit._gpu_top_k_callback(None, (out_values, out_indices, scratch), x, k=7,
+    _jax_jit._gpu_top_k_callback(None, (out_values, out_indices, scratch, x.clone()), x, k=7,
                                  mode="largest", sorted=True, scratch=True)
     want_v, want_i = oracle.top_k(x_np, 7)
     np.testing.assert_array_equal(out_indices.cpu().numpy(), want_i)

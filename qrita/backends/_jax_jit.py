@@ -367,11 +367,12 @@ def _host_top_k(x, *, k, mode, sorted, index_dtype):
 
 def _gpu_top_k_callback(ctx, outs, x, *, k, mode, sorted, scratch=False):
     """The Triton top-k on XLA's buffers and stream. ``scratch`` (command buffers, see
-    :func:`command_buffers`): ``outs`` ends with a flat int32 scratch buffer, and the
-    selection and every piece of the pipeline's scratch come from it."""
+    :func:`command_buffers`): ``outs`` ends with a flat int32 scratch buffer, from which the
+    selection and every piece of the pipeline's scratch come, then an XLA-owned copy of ``x``
+    (an output aliased to it), which the kernels read instead of ``x``."""
     scratch_buffer = None
     if scratch:
-        *outs, scratch_buffer = outs
+        *outs, scratch_buffer, x = outs
     out_values, out_indices = outs
     t = _torch_view(x)
     with _on_xla_stream(ctx, t.device), _scratch_scope(scratch_buffer):
@@ -381,17 +382,31 @@ def _gpu_top_k_callback(ctx, outs, x, *, k, mode, sorted, scratch=False):
         oi.copy_(indices)  # int64 -> int32 when x64 is off
 
 
+#: the largest input (bytes) a command-buffer ``top_k`` copies into a buffer of XLA's own
+TOP_K_COPY_MAX_BYTES = 64 << 20
+
+
 def top_k_scratch_words(rows: int, n: int, dtype: Any, k: int, sorted: bool) -> int | None:
     """Int32 words of the scratch output a command-buffer top-k callback needs, or None where
-    the call cannot take all its scratch from it (a sorted k above the in-register sort's
-    ``SORT_MAX`` sorts with torch; ``QRITA_CHUNK_ROWS`` chunks are joined by ``torch.cat``):
-    those keep the plain callback."""
+    the call keeps the plain callback: where it cannot take all its scratch from that output (a
+    sorted k above the in-register sort's ``SORT_MAX`` sorts with torch; ``QRITA_CHUNK_ROWS``
+    chunks are joined by ``torch.cat``), and inputs over ``TOP_K_COPY_MAX_BYTES``.
+
+    The command-buffer callback reads a copy of its input in a buffer XLA owns (an aliased
+    output). A recorded graph keeps the addresses it was recorded with, and XLA records again
+    for other addresses (a few recordings are cached). An input that is a new array at every
+    call (an eager call's, or a program's argument) then cost a recording per call: H100,
+    ``top_k`` k50 over a pool of 64 inputs, 466.5 µs per jitted call at B = 1 and 770.8 at
+    B = 8, against 35.9 / 51.2 for the same input every call (BENCHMARKS.md fifty-second
+    session). The masks already work on such a copy (their output, aliased to the logits)."""
     import torch
 
     from qrita.backends.triton import launch
     from qrita.backends.triton.one_launch import SORT_MAX
 
     if (sorted and k > SORT_MAX) or launch.chunk_rows(rows) < rows:
+        return None
+    if rows * n * np.dtype(dtype).itemsize > TOP_K_COPY_MAX_BYTES:
         return None
     torch_dtype = getattr(torch, np.dtype(dtype).name)
     return launch.select_scratch_words(rows, n, torch_dtype, k)
@@ -440,8 +455,10 @@ def top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest", sorted: bool
             if words is not None:
                 call = buffer_callback(
                     functools.partial(_gpu_top_k_callback, scratch=True, **options),
-                    (*result, jax.ShapeDtypeStruct((max(words, 1),), jnp.int32)),
+                    (*result, jax.ShapeDtypeStruct((max(words, 1),), jnp.int32),
+                     jax.ShapeDtypeStruct(x2.shape, x2.dtype)),
                     vmap_method="sequential",
+                    input_output_aliases={0: 3},  # x in a buffer of XLA's: a stable address
                     command_buffer_compatible=True,
                 )
                 return tuple(call(x2)[:2])
