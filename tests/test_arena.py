@@ -177,13 +177,16 @@ def test_jit_masks_callback_takes_all_its_scratch_from_the_xla_buffer(monkeypatc
     assert not arena.active()
 
 
-@pytest.mark.parametrize(("k", "sorted", "dtype"), [
-    (1, True, "float32"), (30, False, "bfloat16"), (30, True, "float16"), (777, True, "float32")])
+@pytest.mark.parametrize(("k", "sorted", "dtype", "copy"), [
+    (1, True, "float32", True), (30, False, "bfloat16", False), (30, True, "float16", True),
+    (777, True, "float32", False)])
 def test_jit_top_k_callback_takes_all_its_scratch_from_the_xla_buffer(monkeypatch, k, sorted,
-                                                                      dtype):
+                                                                      dtype, copy):
     """The command-buffer ``top_k`` callback (torch CPU tensors standing in for XLA's buffers):
     values and indices (cast to JAX's int32) equal the oracle's, launch.py asks torch for
-    nothing (the selection too comes from the scratch), and the scratch size covers it."""
+    nothing (the selection too comes from the scratch), and the scratch size covers it. With
+    ``copy`` (``QRITA_JAX_TOP_K_COPY``) the kernels read XLA's copy of the input (here the
+    input itself is NaN: reading it would change the answer)."""
     import contextlib
 
     from qrita.backends import _jax_jit
@@ -204,10 +207,12 @@ def test_jit_top_k_callback_takes_all_its_scratch_from_the_xla_buffer(monkeypatc
     scratch = torch.full((words,), -5, dtype=torch.int32, device=DEVICE)
     out_values = torch.empty((rows, k), dtype=x.dtype, device=DEVICE)
     out_indices = torch.empty((rows, k), dtype=torch.int32, device=DEVICE)
-    x_copy = x.clone()  # XLA's copy of the input (an output aliased to it)
-    _jax_jit._gpu_top_k_callback(None, (out_values, out_indices, scratch, x_copy),
-                                 torch.full_like(x, float("nan")), k=k, mode="largest",
-                                 sorted=sorted, scratch=True)
+    if copy:  # XLA's copy of the input (an output aliased to it)
+        outs, given = (out_values, out_indices, scratch, x.clone()), torch.full_like(x, np.nan)
+    else:
+        outs, given = (out_values, out_indices, scratch), x
+    _jax_jit._gpu_top_k_callback(None, outs, given, k=k, mode="largest", sorted=sorted,
+                                 scratch=True)
     assert counting.allocations == []
     assert not arena.active()
     want_v, want_i = oracle.top_k(_host(x), k, sorted=sorted)
@@ -216,8 +221,9 @@ def test_jit_top_k_callback_takes_all_its_scratch_from_the_xla_buffer(monkeypatc
 
 
 def test_jit_top_k_scratch_words_refuses_what_the_arena_cannot_hold(monkeypatch):
-    """A sorted k above the in-register sort (a torch sort), chunked rows (``torch.cat``) and
-    inputs above ``TOP_K_COPY_MAX_BYTES`` keep the plain callback: no scratch size for them."""
+    """A sorted k above the in-register sort (a torch sort), chunked rows (``torch.cat``) and,
+    with ``QRITA_JAX_TOP_K_COPY``, inputs above ``TOP_K_COPY_MAX_BYTES`` keep the plain
+    callback: no scratch size for them."""
     from qrita.backends import _jax_jit
     from qrita.backends.triton.one_launch import SORT_MAX
 
@@ -225,6 +231,8 @@ def test_jit_top_k_scratch_words_refuses_what_the_arena_cannot_hold(monkeypatch)
     assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, SORT_MAX + 1, True) is None
     assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, SORT_MAX + 1, False) > 0
     rows = _jax_jit.TOP_K_COPY_MAX_BYTES // (4096 * 4)  # the largest input it copies
+    assert _jax_jit.top_k_scratch_words(rows + 1, 4096, np.float32, 10, True) > 0  # no copy
+    monkeypatch.setenv("QRITA_JAX_TOP_K_COPY", "1")
     assert _jax_jit.top_k_scratch_words(rows, 4096, np.float32, 10, True) > 0
     assert _jax_jit.top_k_scratch_words(rows + 1, 4096, np.float32, 10, True) is None
     assert _jax_jit.top_k_scratch_words(2 * rows, 4096, np.float16, 10, True) > 0

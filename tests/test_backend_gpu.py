@@ -481,13 +481,14 @@ def test_jax_jit_command_buffer_masks_replay_exactly(monkeypatch, ops, k_kind, c
         assert_mask_ok(out, x_np, np.asarray(k) if k_kind == "rows" else k, 0.9)
 
 
-@pytest.mark.parametrize("command_buffer", ["1", "0"])
+@pytest.mark.parametrize(("command_buffer", "copy"), [("1", "0"), ("0", "0"), ("1", "1")])
 @pytest.mark.parametrize(("k", "sorted", "dtype"), [
     (1, True, "float32"), (50, True, "bfloat16"), (50, False, "float16"),
     (1024, True, "float32"), (1500, True, "float32"), (1500, False, "bfloat16")])
 def test_jax_jit_command_buffer_top_k_replays_exactly(monkeypatch, ops, k, sorted, dtype,
-                                                      command_buffer):
-    """The jitted ``top_k`` with ``QRITA_JAX_COMMAND_BUFFER`` on and off: its selection and
+                                                      command_buffer, copy):
+    """The jitted ``top_k`` with ``QRITA_JAX_COMMAND_BUFFER`` on and off (and on with
+    ``QRITA_JAX_TOP_K_COPY``: the kernels read XLA's copy of the input): its selection and
     scratch from an XLA output where the call allows (sorted up to ``SORT_MAX`` = 1024; a
     larger sorted k keeps the plain callback), inside a program with more operations, run
     over new and repeated inputs: values and indices equal the oracle's every time."""
@@ -497,6 +498,7 @@ def test_jax_jit_command_buffer_top_k_replays_exactly(monkeypatch, ops, k, sorte
     import qrita
 
     monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", command_buffer)
+    monkeypatch.setenv("QRITA_JAX_TOP_K_COPY", copy)
 
     @jax.jit
     def step(x):
@@ -514,8 +516,8 @@ def test_jax_jit_command_buffer_top_k_replays_exactly(monkeypatch, ops, k, sorte
         np.testing.assert_array_equal(np.asarray(values).astype(np.float32), want_v)
 
 
-@pytest.mark.parametrize("command_buffer", ["1", "0"])
-def test_jax_eager_by_jit_matches_the_oracle(monkeypatch, ops, command_buffer):
+@pytest.mark.parametrize(("command_buffer", "copy"), [("1", "0"), ("1", "1"), ("0", "0")])
+def test_jax_eager_by_jit_matches_the_oracle(monkeypatch, ops, command_buffer, copy):
     """``QRITA_JAX_EAGER_JIT`` (``_jax.EAGER_JIT``, default on): eager masks and ``top_k`` of GPU
     arrays run a cached jitted program from a key's second call (the first takes the DLPack
     exchanges), exact for scalar and per-row k / p, new and repeated inputs, with command
@@ -527,6 +529,7 @@ def test_jax_eager_by_jit_matches_the_oracle(monkeypatch, ops, command_buffer):
     from qrita.backends import _jax as jax_adapter
 
     monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", command_buffer)
+    monkeypatch.setenv("QRITA_JAX_TOP_K_COPY", copy)
     monkeypatch.setattr(jax_adapter, "EAGER_JIT", True)
     jax_adapter._jitted_masks.cache_clear()
     jax_adapter._jitted_top_k.cache_clear()
@@ -547,7 +550,8 @@ def test_jax_eager_by_jit_matches_the_oracle(monkeypatch, ops, command_buffer):
         np.testing.assert_array_equal(np.asarray(values), want_v)
     assert jax_adapter._jitted_masks.cache_info().misses == 2
     assert jax_adapter._jitted_masks.cache_info().hits == 2 * 5 - 2
-    assert len(exchanges) == 3 + 1  # each key's first call (the per-row k crosses too)
+    # each mask key's first call (the per-row k crosses too); top_k by jit only with the copy
+    assert len(exchanges) == 3 + (1 if copy == "1" else 6)
 
 
 def test_jax_jit_top_k(ops):

@@ -471,15 +471,16 @@ def traced_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
 # --------------------------------------------------------------------------------------------
 # eager calls through a cached jitted program (QRITA_JAX_EAGER_JIT, default on)
 
-#: ``QRITA_JAX_EAGER_JIT`` (read at import; default on, ``0`` turns it off): an eager call on a
+#: ``QRITA_JAX_EAGER_JIT`` (read at import; default on, ``0`` turns it off): an eager mask on a
 #: GPU array whose shape, dtype and static arguments were seen before runs a jitted program
-#: cached for them (:func:`eager_masks`, :func:`eager_top_k`) instead of the DLPack exchanges;
+#: cached for them (:func:`eager_masks`; :func:`eager_top_k` only with the opt-in
+#: ``QRITA_JAX_TOP_K_COPY=1``) instead of the DLPack exchanges;
 #: the first sighting takes the exchanges, so values seen once (a new k per call) never
 #: compile. JAX's C++ dispatch then replaces the exchanges' Python, and the program is compiled
 #: so that XLA records it into a command buffer (:data:`_COMMAND_BUFFER_OPTIONS`): a call runs
 #: no Python of qrita's. H100, B = 1, V = 131072, µs per call back to back (BENCHMARKS.md
-#: fifty-second session): topk50 mask 43.1 against 119.6 by the exchanges (torch: 46.0),
-#: ``top_k`` k50 41.8 against 191.8 (torch: 58.4).
+#: fifty-second session): topk50 mask 40.8 against 173.6 by the exchanges (torch: 71.7), and
+#: 49.0 against 139.5 over a pool of 64 inputs (s52c).
 EAGER_JIT = os.environ.get("QRITA_JAX_EAGER_JIT", "1") != "0"
 
 #: XLA records a program into a CUDA graph only from this many operations on (its default, 5 in
@@ -567,7 +568,16 @@ def eager_top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest",
                 sorted: bool = True) -> tuple[Any, Any] | None:
     """:func:`traced_top_k` of an eager JAX array through a jitted program cached per
     (k, axis, mode, sorted): ``(values, indices)``, indices of :func:`index_dtype`; or None the
-    first time a (shape, dtype, k, axis, mode, sorted) key is seen."""
+    first time a (shape, dtype, k, axis, mode, sorted) key is seen, and always unless
+    ``QRITA_JAX_TOP_K_COPY=1`` (opt-in, not yet run on a GPU:
+    :func:`qrita.backends._jax_jit.top_k_copies_input`)."""
+    from qrita.backends import _jax_jit
+
+    if not _jax_jit.top_k_copies_input():
+        # a recorded top_k reads its input where it is: a new array every call would be a new
+        # recording (481.4 µs per eager call over 64 inputs against 210.3 by the exchanges,
+        # H100, B = 1; BENCHMARKS.md fifty-second session)
+        return None
     statics = (int(k), int(axis), str(mode), bool(sorted))
     if not _seen_before(("top_k", x.shape, x.dtype, *statics)):
         return None

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["masks", "top_k", "sampling", "command_buffers", "mask_scratch_words",
-           "top_k_scratch_words"]
+           "top_k_scratch_words", "top_k_copies_input", "TOP_K_COPY_MAX_BYTES"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -372,7 +372,10 @@ def _gpu_top_k_callback(ctx, outs, x, *, k, mode, sorted, scratch=False):
     (an output aliased to it), which the kernels read instead of ``x``."""
     scratch_buffer = None
     if scratch:
-        *outs, scratch_buffer, x = outs
+        if len(outs) == 4:  # QRITA_JAX_TOP_K_COPY: the kernels read XLA's copy of x
+            *outs, scratch_buffer, x = outs
+        else:
+            *outs, scratch_buffer = outs
     out_values, out_indices = outs
     t = _torch_view(x)
     with _on_xla_stream(ctx, t.device), _scratch_scope(scratch_buffer):
@@ -386,19 +389,30 @@ def _gpu_top_k_callback(ctx, outs, x, *, k, mode, sorted, scratch=False):
 TOP_K_COPY_MAX_BYTES = 64 << 20
 
 
+def top_k_copies_input() -> bool:
+    """``QRITA_JAX_TOP_K_COPY=1`` (opt-in, read when a program is traced; **not yet run on a
+    GPU**): a command-buffer ``top_k`` reads an XLA-owned copy of its input (see
+    :func:`top_k_scratch_words`), and eager ``top_k`` calls on JAX GPU arrays may take cached
+    jitted programs (``qrita.backends._jax.eager_top_k``)."""
+    import os
+
+    return os.environ.get("QRITA_JAX_TOP_K_COPY", "0") == "1"
+
+
 def top_k_scratch_words(rows: int, n: int, dtype: Any, k: int, sorted: bool) -> int | None:
     """Int32 words of the scratch output a command-buffer top-k callback needs, or None where
     the call keeps the plain callback: where it cannot take all its scratch from that output (a
     sorted k above the in-register sort's ``SORT_MAX`` sorts with torch; ``QRITA_CHUNK_ROWS``
     chunks are joined by ``torch.cat``), and inputs over ``TOP_K_COPY_MAX_BYTES``.
 
-    The command-buffer callback reads a copy of its input in a buffer XLA owns (an aliased
-    output). A recorded graph keeps the addresses it was recorded with, and XLA records again
-    for other addresses (a few recordings are cached). An input that is a new array at every
-    call (an eager call's, or a program's argument) then cost a recording per call: H100,
-    ``top_k`` k50 over a pool of 64 inputs, 466.5 µs per jitted call at B = 1 and 770.8 at
-    B = 8, against 35.9 / 51.2 for the same input every call (BENCHMARKS.md fifty-second
-    session). The masks already work on such a copy (their output, aliased to the logits)."""
+    A recorded graph keeps the addresses it was recorded with, and XLA records again for
+    other addresses (a few recordings are cached). An input that is a new array at every call
+    (an eager call's, or a program's argument) then costs a recording per call: H100, ``top_k``
+    k50 over a pool of 64 inputs, 466.5 µs per jitted call at B = 1 and 770.8 at B = 8,
+    against 35.9 / 51.2 for the same input every call (BENCHMARKS.md fifty-second session).
+    The masks work on a copy of XLA's own (their output, aliased to the logits) and did not
+    record again. With :func:`top_k_copies_input` the callback reads such a copy too (an
+    output aliased to the input; inputs up to ``TOP_K_COPY_MAX_BYTES``)."""
     import torch
 
     from qrita.backends.triton import launch
@@ -406,7 +420,7 @@ def top_k_scratch_words(rows: int, n: int, dtype: Any, k: int, sorted: bool) -> 
 
     if (sorted and k > SORT_MAX) or launch.chunk_rows(rows) < rows:
         return None
-    if rows * n * np.dtype(dtype).itemsize > TOP_K_COPY_MAX_BYTES:
+    if top_k_copies_input() and rows * n * np.dtype(dtype).itemsize > TOP_K_COPY_MAX_BYTES:
         return None
     torch_dtype = getattr(torch, np.dtype(dtype).name)
     return launch.select_scratch_words(rows, n, torch_dtype, k)
@@ -453,12 +467,15 @@ def top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest", sorted: bool
             words = top_k_scratch_words(rows, n, x2.dtype, k, sorted) if command_buffers() \
                 else None
             if words is not None:
+                outs = (*result, jax.ShapeDtypeStruct((max(words, 1),), jnp.int32))
+                aliases = {}
+                if top_k_copies_input():  # x in a buffer of XLA's: a stable address
+                    outs, aliases = (*outs, jax.ShapeDtypeStruct(x2.shape, x2.dtype)), {0: 3}
                 call = buffer_callback(
                     functools.partial(_gpu_top_k_callback, scratch=True, **options),
-                    (*result, jax.ShapeDtypeStruct((max(words, 1),), jnp.int32),
-                     jax.ShapeDtypeStruct(x2.shape, x2.dtype)),
+                    outs,
                     vmap_method="sequential",
-                    input_output_aliases={0: 3},  # x in a buffer of XLA's: a stable address
+                    input_output_aliases=aliases,
                     command_buffer_compatible=True,
                 )
                 return tuple(call(x2)[:2])
