@@ -1222,8 +1222,9 @@ if [[ $stage == s51b ]]; then  # (~200 s) issue 5: the CuPy adapter's direct exc
   timeout 150 python3 benchmarks/adapter_overhead.py --batch 8 2>&1 | grep -v -i warn \
     > "$OUT/adapter_overhead.txt"; tail -14 "$OUT/adapter_overhead.txt"
 fi
-if [[ $stage == s52d ]]; then  # (~140 s) issue 5: s52c's probe after top_k's command buffer reads an XLA-owned copy of its input, then the command-buffer top_k GPU tests
-  timeout 100 python3 benchmarks/jax_cycle_probe.py --out "$OUT" 2>&1 | grep -v -i warn | grep -E "top_k|jax "
+if [[ $stage == s52d ]]; then  # (~140 s) issue 5: s52c's probe with QRITA_JAX_TOP_K_COPY=1 (top_k's command buffer reads an XLA-owned copy of its input; eager top_k by jit), then the command-buffer top_k and eager-by-jit GPU tests (both settings)
+  QRITA_JAX_TOP_K_COPY=1 timeout 100 python3 benchmarks/jax_cycle_probe.py --out "$OUT" 2>&1 \
+    | grep -v -i warn | grep -E "top_k|jax "
   timeout 60 python3 -m pytest -p no:cacheprovider -rf --tb=short -q tests/test_backend_gpu.py \
     -k "command_buffer_top_k or eager_by_jit" 2>&1 | tee "$OUT/pytest_gpu_s52d.log" | tail -3
 fi
