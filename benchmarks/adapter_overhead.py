@@ -189,6 +189,19 @@ def main() -> None:
         )
 
 
+def _print_steps(steps: dict) -> None:
+    """Each step's host µs per call (median of 200 after 10 warm-up calls; no syncs)."""
+    for name, fn in steps.items():
+        for _ in range(10):
+            fn()
+        times = []
+        for _ in range(200):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        print(f"  {name:<32} {np.median(times) * 1e6:9.1f}")
+
+
 def _jax_steps(qrita, x_j, x_t, k, p) -> None:
     """Host time of each step of a JAX eager call (no syncs: what the caller's thread pays), and
     the largest items of a cProfile of the whole call."""
@@ -210,15 +223,7 @@ def _jax_steps(qrita, x_j, x_t, k, p) -> None:
         "jax eager call": lambda: qrita.top_k_top_p_mask(x_j, k, p),
     }
     print("JAX eager steps, host µs per call (no sync; median of 200)")
-    for name, fn in steps.items():
-        for _ in range(10):
-            fn()
-        times = []
-        for _ in range(200):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        print(f"  {name:<32} {np.median(times) * 1e6:9.1f}")
+    _print_steps(steps)
     torch.cuda.synchronize()
     jax.block_until_ready(x_j)
     prof = cProfile.Profile()
@@ -251,15 +256,7 @@ def _cupy_steps(qrita, torch, cupy) -> None:
         "cupy top_k": lambda: qrita.top_k(x_c, 50),
     }
     print("CuPy eager top_k k50 steps, host µs per call (no sync; median of 200)")
-    for name, fn in steps.items():
-        for _ in range(10):
-            fn()
-        times = []
-        for _ in range(200):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        print(f"  {name:<32} {np.median(times) * 1e6:9.1f}")
+    _print_steps(steps)
     for name, x in (("cupy", x_c), ("torch", x_t)):
         torch.cuda.synchronize()
         prof = cProfile.Profile()
