@@ -545,6 +545,11 @@ def test_export_device_is_the_local_gpu_index(monkeypatch, devices, want):
 # tests/test_backend_gpu.py: here the programs themselves, on JAX's CPU backend)
 
 
+def _host_param(v):
+    """A k / p argument for the NumPy call: None and Python scalars as they are, arrays on host."""
+    return v if v is None or isinstance(v, (int, float)) else np.asarray(v)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_eager_masks_program_matches_the_oracle(dtype):
     rng = np.random.default_rng(21)
@@ -556,10 +561,7 @@ def test_eager_masks_program_matches_the_oracle(dtype):
         _jax._SEEN.clear()
         assert _jax.eager_masks(x, k, p, fill=fill) is None  # a first sighting: the exchanges
         out = _jax.eager_masks(x, k, p, fill=fill)
-        want = qrita.top_k_top_p_mask(_host(x), None if k is None else np.asarray(k)
-                                      if not isinstance(k, int) else k,
-                                      None if p is None else np.asarray(p)
-                                      if not isinstance(p, float) else p, fill=fill)
+        want = qrita.top_k_top_p_mask(_host(x), _host_param(k), _host_param(p), fill=fill)
         np.testing.assert_array_equal(_host(out).astype(np.float32), want.astype(np.float32))
 
 
