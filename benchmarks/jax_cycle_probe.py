@@ -8,7 +8,7 @@ pool of 1, 4 or 64 distinct arrays, for: eager calls by the DLPack exchanges, ea
 cached jitted programs (``QRITA_JAX_EAGER_JIT``), and a user's jitted call with command buffers
 on (compiled with ``xla_gpu_graph_min_graph_size`` 1) and off.
 
-    python benchmarks/jax_cycle_probe.py [--out DIR]
+    python benchmarks/jax_cycle_probe.py [--out DIR] [--calls NAME ...]
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from adapter_overhead import write_lines  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None)
+    ap.add_argument("--calls", nargs="*", default=None,
+                    help="the call kinds to time (default: all), e.g. 'sample k50 seed7'")
     args = ap.parse_args()
     import jax
 
@@ -70,8 +72,12 @@ def main() -> int:
             "topk50 mask": lambda x: qrita.top_k_top_p_mask(x, 50, None),
             "topk50 topp0.9 mask": lambda x: qrita.top_k_top_p_mask(x, 50, 0.9),
             "top_k k50": lambda x: qrita.top_k(x, 50)[1],
+            "sample k50 seed7": lambda x: qrita.sample(x, 50, 0.9, seed=7),
+            "sample topp0.9 seed7": lambda x: qrita.sample(x, p=0.9, seed=7),
         }
         for name, call in calls.items():
+            if args.calls and name not in args.calls:
+                continue
             # one check per call kind against the reference, on two pool members
             want = [np.asarray(call(h)) for h in hosts[:2]]
             modes = {}

@@ -231,8 +231,9 @@ def test_jit_top_k_scratch_words_refuses_what_the_arena_cannot_hold(monkeypatch)
     assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, SORT_MAX + 1, True) is None
     assert _jax_jit.top_k_scratch_words(4, 4096, np.float32, SORT_MAX + 1, False) > 0
     rows = _jax_jit.TOP_K_COPY_MAX_BYTES // (4096 * 4)  # the largest input it copies
+    monkeypatch.setenv("QRITA_JAX_TOP_K_COPY", "0")
     assert _jax_jit.top_k_scratch_words(rows + 1, 4096, np.float32, 10, True) > 0  # no copy
-    monkeypatch.setenv("QRITA_JAX_TOP_K_COPY", "1")
+    monkeypatch.delenv("QRITA_JAX_TOP_K_COPY")  # the default: copies
     assert _jax_jit.top_k_scratch_words(rows, 4096, np.float32, 10, True) > 0
     assert _jax_jit.top_k_scratch_words(rows + 1, 4096, np.float32, 10, True) is None
     assert _jax_jit.top_k_scratch_words(2 * rows, 4096, np.float16, 10, True) > 0
@@ -270,3 +271,70 @@ def test_jit_callbacks_take_the_eager_path_when_xla_does_not_record(monkeypatch)
     compare.assert_mask_matches(_host(out), x_np, 7, 0.8)
     assert bool((scratch == -5).all()) and bool((mask_scratch == -5).all())
     assert not arena.active()
+
+
+@pytest.mark.parametrize("op", ["sample", "probs", "candidates"])
+def test_jit_sampling_callback_reads_the_xla_copies_inside_its_pool(monkeypatch, op):
+    """The command-buffer sampling callback (torch CPU tensors standing in for XLA's buffers):
+    it reads XLA's copies of the logits and of the per-row arrays (the buffers it is given
+    first hold NaN logits and other k / seeds: reading them would change the answer), takes
+    its allocations in its site's pool while XLA records, and its results equal the eager
+    sampler's on the real inputs."""
+    import contextlib
+
+    from qrita.backends import _jax_jit
+    from qrita.backends.triton import sampling_ops
+
+    monkeypatch.setattr(_jax_jit, "_on_xla_stream", lambda ctx, device: contextlib.nullcontext())
+    scopes = []
+    monkeypatch.setattr(_jax_jit._SamplingPools, "scope",
+                        lambda self, device: scopes.append(device) or contextlib.nullcontext())
+    V, width = 301, 16
+    x = torch.from_numpy(_rows(np.random.default_rng(5), V)).to(DEVICE)
+    batch = x.shape[0]
+    k_rows = torch.tensor([1, 7, 300, 0], dtype=torch.int32, device=DEVICE)
+    seeds = torch.tensor([3, 2**31 - 1, 0, 12], dtype=torch.int32, device=DEVICE)
+    statics = dict(p=0.9, min_p=None, temperature=0.8, offset=5)
+    if op == "sample":
+        names, arrays = ("k", "seed"), (k_rows, seeds)
+        want = sampling_ops.sample(x, k_rows.long(), 0.9, temperature=0.8, seed=seeds.long(),
+                                   offset=5, return_logprob=True)
+        outs = (torch.empty(batch, dtype=torch.int32, device=DEVICE),
+                torch.empty(batch, dtype=torch.float32, device=DEVICE))
+    else:
+        statics["seed"] = None
+        names, arrays = ("k",), (k_rows,)
+        if op == "probs":
+            want = (sampling_ops.top_k_top_p_probs(x, k_rows.long(), 0.9, temperature=0.8),)
+            outs = (torch.empty((batch, V), dtype=torch.float32, device=DEVICE),)
+        else:
+            want = tuple(sampling_ops.candidates(x, k_rows.long(), 0.9, temperature=0.8,
+                                                 max_candidates=width))
+            outs = (torch.empty((batch, width), dtype=torch.int32, device=DEVICE),
+                    torch.empty((batch, width), dtype=torch.float32, device=DEVICE),
+                    torch.empty(batch, dtype=torch.int32, device=DEVICE))
+    given = (torch.full_like(x, np.nan), *(torch.full_like(a, 2) for a in arrays))
+    copies = (x.clone(), *(a.clone() for a in arrays))
+    _jax_jit._gpu_sampling_callback(None, (*outs, *copies), *given, op=op, names=names,
+                                    statics=statics, width=width, logprob=True,
+                                    pools=_jax_jit._SamplingPools())
+    assert len(scopes) == 1
+    for got, expected in zip(outs, want, strict=True):
+        np.testing.assert_array_equal(got.cpu().numpy(),
+                                      expected.to(got.dtype).cpu().numpy())
+
+
+def test_jit_sampling_records_only_seeded_calls_of_copyable_size(monkeypatch):
+    """``sampling_records``: an unseeded ``sample`` (a fresh host seed per execution) and logits
+    above ``SAMPLING_COPY_MAX_BYTES`` keep the plain callback, as does
+    ``QRITA_JAX_COMMAND_BUFFER=0``; seeded samples, probabilities and candidates record."""
+    from qrita.backends import _jax_jit
+
+    rows = _jax_jit.SAMPLING_COPY_MAX_BYTES // (4096 * 4)
+    assert _jax_jit.sampling_records("sample", rows, 4096, np.float32, True)
+    assert not _jax_jit.sampling_records("sample", rows, 4096, np.float32, False)
+    assert not _jax_jit.sampling_records("sample", rows + 1, 4096, np.float32, True)
+    assert _jax_jit.sampling_records("probs", 2 * rows, 4096, np.float16, False)
+    assert _jax_jit.sampling_records("candidates", 1, 4096, np.float32, False)
+    monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", "0")
+    assert not _jax_jit.sampling_records("probs", 1, 4096, np.float32, False)

@@ -554,6 +554,53 @@ def test_jax_eager_by_jit_matches_the_oracle(monkeypatch, ops, command_buffer, c
     assert len(exchanges) == 3 + (1 if copy == "1" else 6)
 
 
+@pytest.mark.parametrize("command_buffer", ["1", "0"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_jax_jit_command_buffer_sampler_replays_exactly(monkeypatch, ops, dtype, command_buffer):
+    """The jitted sampler with ``QRITA_JAX_COMMAND_BUFFER`` on (compiled at minimum graph size
+    1, so XLA records it; ``_jax_jit.sampling_records``) and off: ``sample`` with per-row k and
+    seeds as operands (new seeds every call) and with a static k and seed, ``probs`` and
+    ``candidates``, inside a program with more operations, over new and repeated inputs: every
+    output equals the eager call's on the same inputs (the sampler's tests hold those to the
+    reference). An unseeded ``sample`` keeps drawing fresh seeds (it is never recorded)."""
+    jax, gpus = _jax()
+    import jax.numpy as jnp
+
+    import qrita
+    from qrita.backends import _jax as jax_adapter
+
+    monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", command_buffer)
+    kw = dict(p=0.9, temperature=0.8)
+    k_rows = jax.device_put(jnp.asarray([1, 5, 50, 0, 30, 2, 4096, 7], dtype=jnp.int32), gpus[0])
+
+    def body(x, k, seed):
+        y = x * 1 + 0
+        tok, lp = qrita.sample(y, k, seed=seed, offset=3, return_logprob=True, **kw)
+        tok_static = qrita.sample(y, 20, seed=11, **kw)
+        probs = qrita.top_k_top_p_probs(y, k, **kw)
+        c = qrita.candidates(y, k, max_candidates=64, **kw)
+        return tok + 0, lp * 1, tok_static, probs * 1, c.indices, c.probs, c.counts
+
+    step = jax_adapter._jit(body)
+    inputs = [_logits_np(90 + i) for i in range(3)]
+    for rep in range(9):
+        x_np = (inputs[rep % 3] * np.float32(1 + rep // 3)).astype(jnp.dtype(dtype))
+        x = jax.device_put(x_np, gpus[0])
+        seeds = jax.device_put(jnp.arange(B, dtype=jnp.int32) * 7 + rep, gpus[0])
+        got = step(x, k_rows, seeds)
+        c = qrita.candidates(x, k_rows, max_candidates=64, **kw)
+        want = (*qrita.sample(x, k_rows, seed=seeds, offset=3, return_logprob=True, **kw),
+                qrita.sample(x, 20, seed=11, **kw), qrita.top_k_top_p_probs(x, k_rows, **kw),
+                c.indices, c.probs, c.counts)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+    flat = jax.device_put(jnp.zeros((B, V), dtype=dtype), gpus[0])  # uniform over V
+    unseeded = jax_adapter._jit(lambda x: qrita.sample(x * 1 + 0, p=1.0))
+    draws = [np.asarray(unseeded(flat)) for _ in range(3)]
+    assert not (np.array_equal(draws[0], draws[1]) and np.array_equal(draws[1], draws[2]))
+
+
 def test_jax_jit_top_k(ops):
     jax, gpus = _jax()
 

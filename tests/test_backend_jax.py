@@ -597,8 +597,9 @@ def test_eager_top_k_program_matches_the_oracle(monkeypatch, k, axis, mode, sort
     rng = np.random.default_rng(23)
     x0 = _logits(rng, (9, 40), "float32")
     _jax._SEEN.clear()
-    assert _jax.eager_top_k(x0, k) is None and _jax.eager_top_k(x0, k) is None  # opt-in only
-    monkeypatch.setenv("QRITA_JAX_TOP_K_COPY", "1")
+    monkeypatch.setenv("QRITA_JAX_TOP_K_COPY", "0")
+    assert _jax.eager_top_k(x0, k) is None and _jax.eager_top_k(x0, k) is None  # turned off
+    monkeypatch.delenv("QRITA_JAX_TOP_K_COPY")  # the default: on
     x = _logits(rng, (9, 40), "bfloat16")
     _jax._SEEN.clear()
     assert _jax.eager_top_k(x, k, axis=axis, mode=mode, sorted=sorted) is None

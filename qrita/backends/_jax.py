@@ -473,8 +473,8 @@ def traced_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
 
 #: ``QRITA_JAX_EAGER_JIT`` (read at import; default on, ``0`` turns it off): an eager mask on a
 #: GPU array whose shape, dtype and static arguments were seen before runs a jitted program
-#: cached for them (:func:`eager_masks`; :func:`eager_top_k` only with the opt-in
-#: ``QRITA_JAX_TOP_K_COPY=1``) instead of the DLPack exchanges;
+#: cached for them (:func:`eager_masks`; :func:`eager_top_k` unless
+#: ``QRITA_JAX_TOP_K_COPY=0``) instead of the DLPack exchanges;
 #: the first sighting takes the exchanges, so values seen once (a new k per call) never
 #: compile. JAX's C++ dispatch then replaces the exchanges' Python, and the program is compiled
 #: so that XLA records it into a command buffer (:data:`_COMMAND_BUFFER_OPTIONS`): a call runs
@@ -568,9 +568,8 @@ def eager_top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest",
                 sorted: bool = True) -> tuple[Any, Any] | None:
     """:func:`traced_top_k` of an eager JAX array through a jitted program cached per
     (k, axis, mode, sorted): ``(values, indices)``, indices of :func:`index_dtype`; or None the
-    first time a (shape, dtype, k, axis, mode, sorted) key is seen, and always unless
-    ``QRITA_JAX_TOP_K_COPY=1`` (opt-in, not yet run on a GPU:
-    :func:`qrita.backends._jax_jit.top_k_copies_input`)."""
+    first time a (shape, dtype, k, axis, mode, sorted) key is seen, and always with
+    ``QRITA_JAX_TOP_K_COPY=0`` (:func:`qrita.backends._jax_jit.top_k_copies_input`)."""
     from qrita.backends import _jax_jit
 
     if not _jax_jit.top_k_copies_input():

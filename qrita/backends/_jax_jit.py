@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["masks", "top_k", "sampling", "command_buffers", "mask_scratch_words",
-           "top_k_scratch_words", "top_k_copies_input", "TOP_K_COPY_MAX_BYTES"]
+           "top_k_scratch_words", "top_k_copies_input", "TOP_K_COPY_MAX_BYTES",
+           "sampling_records", "SAMPLING_COPY_MAX_BYTES"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -390,13 +391,16 @@ TOP_K_COPY_MAX_BYTES = 64 << 20
 
 
 def top_k_copies_input() -> bool:
-    """``QRITA_JAX_TOP_K_COPY=1`` (opt-in, read when a program is traced; **not yet run on a
-    GPU**): a command-buffer ``top_k`` reads an XLA-owned copy of its input (see
+    """``QRITA_JAX_TOP_K_COPY`` (read when a program is traced; default on, ``0`` turns it off):
+    a command-buffer ``top_k`` reads an XLA-owned copy of its input (see
     :func:`top_k_scratch_words`), and eager ``top_k`` calls on JAX GPU arrays may take cached
-    jitted programs (``qrita.backends._jax.eager_top_k``)."""
+    jitted programs (``qrita.backends._jax.eager_top_k``). H100, B = 1, V = 131072, k50, µs per
+    eager call back to back over a pool of 1 / 64 inputs: 53.6 / 59.4 by jit against 199.9 /
+    249.8 by the exchanges; B = 8: 56.2 / 61.5 against 260.3 / 258.8 (BENCHMARKS.md
+    fifty-third session, s52d)."""
     import os
 
-    return os.environ.get("QRITA_JAX_TOP_K_COPY", "0") == "1"
+    return os.environ.get("QRITA_JAX_TOP_K_COPY", "1") != "0"
 
 
 def top_k_scratch_words(rows: int, n: int, dtype: Any, k: int, sorted: bool) -> int | None:
@@ -559,14 +563,69 @@ def _host_sampling(x, *arrays, op, names, statics, width, logprob, index_dtype, 
             np.asarray(res.counts).astype(index_dtype))
 
 
-def _gpu_sampling_callback(ctx, outs, x, *arrays, op, names, statics, width, logprob):
-    """The Triton sampler on XLA's buffers and stream (``buffer_callback``)."""
+_SAMPLING_RESULTS = {"sample": 2, "probs": 1, "candidates": 3}
+
+#: the largest logits (bytes) a command-buffer sampler copies into a buffer of XLA's own
+SAMPLING_COPY_MAX_BYTES = 64 << 20
+
+
+class _SamplingPools:
+    """The private torch memory pools (one per device) of one traced sampling call site.
+
+    While XLA records the sampler's callback into a command buffer, every torch allocation of
+    the call comes from this site's pool (``torch.cuda.use_mem_pool``): a recorded graph keeps
+    the addresses it was recorded with, and the blocks of a private pool never go back to
+    torch's general use, so no other tensor takes them between replays. Within the pool, blocks
+    freed at the end of one recording serve the next recording of the same site (replays of
+    one site run one after another on XLA's stream). The pool lives as long as the traced
+    program that holds this object; its size is one call's scratch."""
+
+    def __init__(self) -> None:
+        self._pools: dict[int, Any] = {}
+
+    def scope(self, device: Any) -> contextlib.AbstractContextManager[Any]:
+        """Allocations of this thread into the pool of ``device`` while XLA records; else
+        nothing (the call as it comes: torch's allocator as usual)."""
+        if not _recording(device):
+            return contextlib.nullcontext()
+        import torch
+
+        pool = self._pools.get(device.index)
+        if pool is None:
+            pool = self._pools[device.index] = torch.cuda.MemPool()
+        return torch.cuda.use_mem_pool(pool, device)
+
+
+def sampling_records(op: str, batch: int, vocab: int, dtype: Any, seeded: bool) -> bool:
+    """Whether a jitted sampling call is declared ``command_buffer_compatible`` (with
+    :func:`command_buffers`): its callback then reads XLA-owned copies of the logits and the
+    per-row arrays (outputs aliased to them: their addresses repeat from call to call, as
+    s52c / s52d measured for the masks and ``top_k``), and its torch allocations come from a
+    private pool while XLA records (:class:`_SamplingPools`). Not for ``sample`` without a seed
+    (a seed drawn on the host at recording would be replayed forever: those calls keep the
+    plain callback, which draws a fresh seed per execution), nor for logits above
+    ``SAMPLING_COPY_MAX_BYTES``."""
+    if not command_buffers() or (op == "sample" and not seeded):
+        return False
+    return batch * vocab * np.dtype(dtype).itemsize <= SAMPLING_COPY_MAX_BYTES
+
+
+def _gpu_sampling_callback(ctx, outs, x, *arrays, op, names, statics, width, logprob,
+                           pools=None):
+    """The Triton sampler on XLA's buffers and stream (``buffer_callback``). With ``pools``
+    (:func:`sampling_records`): ``outs`` ends with XLA-owned copies of ``x`` and ``arrays``
+    (outputs aliased to them), which the sampler reads instead, and its torch allocations come
+    from ``pools`` while XLA records."""
     import torch
 
     from qrita.backends.triton import sampling_ops
 
+    if pools is not None:
+        outs, copies = outs[:_SAMPLING_RESULTS[op]], outs[_SAMPLING_RESULTS[op]:]
+        x, arrays = copies[0], tuple(copies[1:])
     t = _torch_view(x)
-    with _on_xla_stream(ctx, t.device):
+    scope = contextlib.nullcontext() if pools is None else pools.scope(t.device)
+    with _on_xla_stream(ctx, t.device), scope:
         prm = dict(statics)
         for name, a in zip(names, arrays, strict=True):
             view = _torch_view(a).reshape(-1)
@@ -634,9 +693,21 @@ def sampling(op: str, logits: Any, *, max_candidates: int | None = None, logprob
             return (jax.pure_callback(fn, result[0], x2, *ops, vmap_method="sequential"),)
         return jax.pure_callback(fn, result, x2, *ops, vmap_method="sequential")
 
+    seeded = "seed" in names or statics.get("seed") is not None
+    records = sampling_records(op, batch, vocab, x2.dtype, seeded)
+
     def gpu(x2, *ops):
         from jax.experimental.buffer_callback import buffer_callback
 
+        if records:  # the inputs' XLA-owned copies follow the results (stable addresses)
+            inputs = (x2, *ops)
+            copies = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in inputs)
+            aliases = {i: len(result) + i for i in range(len(inputs))}
+            call = buffer_callback(
+                functools.partial(_gpu_sampling_callback, pools=_SamplingPools(), **options),
+                (*result, *copies), vmap_method="sequential", input_output_aliases=aliases,
+                command_buffer_compatible=True)
+            return tuple(call(x2, *ops)[:len(result)])
         call = buffer_callback(functools.partial(_gpu_sampling_callback, **options), result,
                                vmap_method="sequential")
         return tuple(call(x2, *ops))
