@@ -72,7 +72,7 @@ def main() -> int:
             "topk50 mask": lambda x: qrita.top_k_top_p_mask(x, 50, None),
             "topk50 topp0.9 mask": lambda x: qrita.top_k_top_p_mask(x, 50, 0.9),
             "top_k k50": lambda x: qrita.top_k(x, 50)[1],
-            "sample k50 seed7": lambda x: qrita.sample(x, 50, 0.9, seed=7),
+            "sample k50 seed7": lambda x: qrita.sample(x, k=50, p=0.9, seed=7),
             "sample topp0.9 seed7": lambda x: qrita.sample(x, p=0.9, seed=7),
         }
         for name, call in calls.items():

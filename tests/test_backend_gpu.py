@@ -570,15 +570,15 @@ def test_jax_jit_command_buffer_sampler_replays_exactly(monkeypatch, ops, dtype,
     from qrita.backends import _jax as jax_adapter
 
     monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", command_buffer)
-    kw = dict(p=0.9, temperature=0.8)
+    t = dict(temperature=0.8)
     k_rows = jax.device_put(jnp.asarray([1, 5, 50, 0, 30, 2, 4096, 7], dtype=jnp.int32), gpus[0])
 
     def body(x, k, seed):
         y = x * 1 + 0
-        tok, lp = qrita.sample(y, k, seed=seed, offset=3, return_logprob=True, **kw)
-        tok_static = qrita.sample(y, 20, seed=11, **kw)
-        probs = qrita.top_k_top_p_probs(y, k, **kw)
-        c = qrita.candidates(y, k, max_candidates=64, **kw)
+        tok, lp = qrita.sample(y, k=k, p=0.9, seed=seed, offset=3, return_logprob=True, **t)
+        tok_static = qrita.sample(y, k=20, p=0.9, seed=11, **t)
+        probs = qrita.top_k_top_p_probs(y, k, 0.9, **t)
+        c = qrita.candidates(y, k, 0.9, max_candidates=64, **t)
         return tok + 0, lp * 1, tok_static, probs * 1, c.indices, c.probs, c.counts
 
     step = jax_adapter._jit(body)
@@ -588,10 +588,10 @@ def test_jax_jit_command_buffer_sampler_replays_exactly(monkeypatch, ops, dtype,
         x = jax.device_put(x_np, gpus[0])
         seeds = jax.device_put(jnp.arange(B, dtype=jnp.int32) * 7 + rep, gpus[0])
         got = step(x, k_rows, seeds)
-        c = qrita.candidates(x, k_rows, max_candidates=64, **kw)
-        want = (*qrita.sample(x, k_rows, seed=seeds, offset=3, return_logprob=True, **kw),
-                qrita.sample(x, 20, seed=11, **kw), qrita.top_k_top_p_probs(x, k_rows, **kw),
-                c.indices, c.probs, c.counts)
+        c = qrita.candidates(x, k_rows, 0.9, max_candidates=64, **t)
+        want = (*qrita.sample(x, k=k_rows, p=0.9, seed=seeds, offset=3, return_logprob=True, **t),
+                qrita.sample(x, k=20, p=0.9, seed=11, **t),
+                qrita.top_k_top_p_probs(x, k_rows, 0.9, **t), c.indices, c.probs, c.counts)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
