@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from qrita._api import _load_triton, _scope
+from qrita._api import _eager_by_jit, _load_triton, _scope
 from qrita._validate import (
     FLOAT_DTYPES,
     INT_DTYPES,
@@ -104,6 +104,19 @@ def _traced(c: Checked, logits: Any) -> bool:
     """True for a traced JAX array (inside ``jax.jit``): the call is staged into the program."""
     is_traced = getattr(c.adapter, "is_traced", None)
     return is_traced is not None and bool(is_traced(logits))
+
+
+def _staged(c: Checked, logits: Any, op: str, **kw: Any) -> tuple[Any, ...] | None:
+    """``op``'s outputs for (B, V) rows from a JAX program: inside ``jax.jit`` the call is staged
+    into the traced one (``traced_sampling``); an eager JAX GPU call may run a cached jitted
+    program (``eager_sampling``, ``QRITA_JAX_EAGER_JIT``). None: the call takes the DLPack
+    exchanges or the host."""
+    if _traced(c, logits):
+        return c.adapter.traced_sampling(op, logits, **kw)
+    by_jit = getattr(c.adapter, "eager_sampling", None)
+    if by_jit is not None and _eager_by_jit(c.adapter) and _gpu(c) is not None:
+        return by_jit(op, logits, **kw)
+    return None
 
 
 def _gpu(c: Checked) -> ModuleType | None:
@@ -200,10 +213,10 @@ def sample(
     o = 0 if offset is None else _check_counter(offset, "offset", info)
     want_logprob = _check_bool(return_logprob, "return_logprob")
     adapter = c.adapter
-    if _traced(c, logits):
-        tok, lp = adapter.traced_sampling("sample", logits, k=c.k, p=c.p, min_p=m,
-                                          temperature=t, seed=s, offset=o,
-                                          logprob=want_logprob)
+    staged = _staged(c, logits, "sample", k=c.k, p=c.p, min_p=m, temperature=t, seed=s,
+                     offset=o, logprob=want_logprob)
+    if staged is not None:
+        tok, lp = staged
         if len(info.shape) == 1:
             tok, lp = tok.reshape(()), lp.reshape(())
         return (tok, lp) if want_logprob else tok
@@ -268,9 +281,9 @@ def top_k_top_p_probs(
     """
     c, t, m = _check_common(logits, k, p, temperature, min_p, "top_k_top_p_probs")
     adapter = c.adapter
-    if _traced(c, logits):
-        (probs,) = adapter.traced_sampling("probs", logits, k=c.k, p=c.p, min_p=m, temperature=t)
-        return probs.reshape(c.info.shape)
+    staged = _staged(c, logits, "probs", k=c.k, p=c.p, min_p=m, temperature=t)
+    if staged is not None:
+        return staged[0].reshape(c.info.shape)
     gpu = _gpu(c)
     if gpu is not None:
         with _scope(adapter, logits):
@@ -329,9 +342,10 @@ def candidates(
             raise ValueError(f"max_candidates must be >= 1, got {int(max_candidates)}")
         max_candidates = int(max_candidates)
     adapter = c.adapter
-    if _traced(c, logits):
-        res = Candidates(*adapter.traced_sampling("candidates", logits, k=c.k, p=c.p, min_p=m,
-                                                  temperature=t, max_candidates=max_candidates))
+    staged = _staged(c, logits, "candidates", k=c.k, p=c.p, min_p=m, temperature=t,
+                     max_candidates=max_candidates)
+    if staged is not None:
+        res = Candidates(*staged)
         if len(c.info.shape) == 1:
             res = Candidates(res.indices[0], res.probs[0], res.counts.reshape(()))
         return res

@@ -570,6 +570,7 @@ def test_jax_jit_command_buffer_sampler_replays_exactly(monkeypatch, ops, dtype,
     from qrita.backends import _jax as jax_adapter
 
     monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", command_buffer)
+    monkeypatch.setattr(jax_adapter, "EAGER_JIT", False)  # the eager calls: the exchanges
     t = dict(temperature=0.8)
     k_rows = jax.device_put(jnp.asarray([1, 5, 50, 0, 30, 2, 4096, 7], dtype=jnp.int32), gpus[0])
 
@@ -599,6 +600,48 @@ def test_jax_jit_command_buffer_sampler_replays_exactly(monkeypatch, ops, dtype,
     unseeded = jax_adapter._jit(lambda x: qrita.sample(x * 1 + 0, p=1.0))
     draws = [np.asarray(unseeded(flat)) for _ in range(3)]
     assert not (np.array_equal(draws[0], draws[1]) and np.array_equal(draws[1], draws[2]))
+
+
+@pytest.mark.parametrize("command_buffer", ["1", "0"])
+def test_jax_eager_sampling_by_jit_matches_the_exchanges(monkeypatch, ops, command_buffer):
+    """``QRITA_JAX_EAGER_JIT``: eager seeded ``sample`` (per-row and scalar seeds and offsets,
+    new values every call), ``top_k_top_p_probs`` and ``candidates`` on JAX GPU arrays run a
+    cached jitted program from a key's second call; every output equals the DLPack exchanges'
+    on the same inputs, and an unseeded ``sample`` keeps the exchanges."""
+    jax, gpus = _jax()
+    import jax.numpy as jnp
+
+    import qrita
+    from qrita.backends import _jax as jax_adapter
+
+    monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", command_buffer)
+    jax_adapter._jitted_sampling.cache_clear()
+    jax_adapter._SEEN.clear()
+    k_rows = jax.device_put(jnp.asarray([1, 5, 50, 0, 30, 2, 4096, 7], dtype=jnp.int32), gpus[0])
+
+    def calls(x, rep):
+        seeds = jax.device_put(jnp.arange(B, dtype=jnp.int32) * 3 + rep, gpus[0])
+        c = qrita.candidates(x, k_rows, 0.9, temperature=0.8, max_candidates=32)
+        return (*qrita.sample(x, k=k_rows, p=0.9, seed=seeds, offset=rep, return_logprob=True),
+                qrita.sample(x, k=20, p=0.95, temperature=0.5, seed=rep, offset=2**40),
+                qrita.sample(x, p=0.9, seed=2**63 + rep),
+                qrita.top_k_top_p_probs(x, k_rows, 0.9, temperature=0.8),
+                c.indices, c.probs, c.counts)
+
+    for rep in range(6):
+        x = jax.device_put(_logits_np(110 + rep % 2) * np.float32(1 + rep // 2), gpus[0])
+        monkeypatch.setattr(jax_adapter, "EAGER_JIT", True)
+        got = calls(x, rep)
+        monkeypatch.setattr(jax_adapter, "EAGER_JIT", False)
+        want = calls(x, rep)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    assert jax_adapter._jitted_sampling.cache_info().currsize >= 4  # the calls did run by jit
+    monkeypatch.setattr(jax_adapter, "EAGER_JIT", True)
+    before = jax_adapter._jitted_sampling.cache_info().misses
+    qrita.sample(x, p=0.9)
+    qrita.sample(x, p=0.9)
+    assert jax_adapter._jitted_sampling.cache_info().misses == before  # unseeded: exchanges
 
 
 def test_jax_jit_top_k(ops):

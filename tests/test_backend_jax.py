@@ -609,3 +609,43 @@ def test_eager_top_k_program_matches_the_oracle(monkeypatch, k, axis, mode, sort
     np.testing.assert_array_equal(np.asarray(indices), want_i)
     np.testing.assert_array_equal(_host(values).astype(np.float32), want_v)
     assert indices.dtype == _jax.index_dtype()
+
+
+def test_eager_sampling_program_matches_the_reference_and_keys_no_counters():
+    """``_jax.eager_sampling``: None on a key's first call and for an unseeded ``sample``;
+    later calls run one cached program per statics, with new seeds / offsets (ints below 2**31)
+    and per-row arrays as operands, not keys; a seed above 2**31 is static. Tokens, log-probs,
+    probabilities and candidates equal the NumPy reference's."""
+    from qrita.reference import sampling as ref
+
+    rng = np.random.default_rng(31)
+    x = _logits(rng, (5, 300), "bfloat16")
+    xh = _host(x).astype(np.float32)
+    k_rows = jax.device_put(jnp.asarray([1, 7, 0, 300, 40], dtype=jnp.int32), CPU)
+    _jax._jitted_sampling.cache_clear()
+    _jax._SEEN.clear()
+    assert _jax.eager_sampling("sample", x, k=k_rows, p=0.9, seed=None, offset=0) is None
+    assert _jax.eager_sampling("sample", x, k=k_rows, p=0.9, seed=None, offset=0) is None
+    for seed in (3, 4, 2**31 - 1, 2**40 + 5):
+        kw = dict(k=k_rows, p=0.9, min_p=None, temperature=0.7, seed=seed, offset=seed // 2)
+        got = _jax.eager_sampling("sample", x, logprob=True, **kw)
+        if got is None:  # a key's first call
+            got = _jax.eager_sampling("sample", x, logprob=True, **kw)
+        want_tok, want_lp = ref.sample(xh, np.asarray(k_rows, dtype=np.int64), 0.9,
+                                       temperature=0.7, seed=seed, offset=seed // 2,
+                                       return_logprob=True)
+        np.testing.assert_array_equal(np.asarray(got[0]), want_tok)
+        np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want_lp, np.float32))
+    # seeds and offsets below 2**31 share one program; the large seed has its own
+    assert _jax._jitted_sampling.cache_info().misses == 2
+    for _ in range(2):
+        probs = _jax.eager_sampling("probs", x, k=k_rows, p=0.5, min_p=0.1, temperature=None)
+        cands = _jax.eager_sampling("candidates", x, k=k_rows, p=0.5, min_p=0.1,
+                                    temperature=None, max_candidates=9)
+    np.testing.assert_array_equal(
+        np.asarray(probs[0]),
+        ref.probs(xh, np.asarray(k_rows, dtype=np.int64), 0.5, min_p=0.1, dtype=np.float32))
+    want = ref.candidates(xh, np.asarray(k_rows, dtype=np.int64), 0.5, min_p=0.1,
+                          max_candidates=9)
+    for got, expected in zip(cands, (want.indices, want.probs, want.counts), strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected).astype(got.dtype))

@@ -44,6 +44,7 @@ __all__ = [
     "eager_by_jit",
     "eager_masks",
     "eager_top_k",
+    "eager_sampling",
 ]
 
 
@@ -493,7 +494,8 @@ _SEEN_MAX = 4096
 
 
 def eager_by_jit() -> bool:
-    """Whether eager GPU calls may take :func:`eager_masks` / :func:`eager_top_k`."""
+    """Whether eager GPU calls may take :func:`eager_masks` / :func:`eager_top_k` /
+    :func:`eager_sampling`."""
     return EAGER_JIT
 
 
@@ -581,3 +583,49 @@ def eager_top_k(x: Any, k: int, *, axis: int = -1, mode: str = "largest",
     if not _seen_before(("top_k", x.shape, x.dtype, *statics)):
         return None
     return _jitted_top_k(*statics)(x)
+
+
+#: seed / offset values that an eager sampling call by jit passes as int32 operands (a new value
+#: is not a new program; the callback reads them as the same uint64 bit patterns)
+_COUNTER_OPERAND_MAX = 2**31
+
+
+@functools.lru_cache(maxsize=256)
+def _jitted_sampling(op: str, statics: tuple, array_names: tuple, max_candidates: Any,
+                     logprob: bool) -> Any:
+    from qrita.backends import _jax_jit
+
+    def run(x: Any, *arrays: Any) -> tuple[Any, ...]:
+        params = dict(statics)
+        params.update(zip(array_names, arrays, strict=True))
+        return tuple(_jax_jit.sampling(op, x, max_candidates=max_candidates, logprob=logprob,
+                                       **params))
+
+    return _jit(run)
+
+
+def eager_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
+                   logprob: bool = True, **params: Any) -> tuple[Any, ...] | None:
+    """:func:`traced_sampling` of an eager JAX GPU array through a jitted program cached per
+    (op, static parameters, which parameters are arrays, max_candidates, logprob), or None: the
+    first time a key (with the shape and dtype) is seen, and for ``sample`` without a seed (a
+    fresh seed per call: the exchanges draw it). Per-row arrays are operands, and so are seeds
+    and offsets given as Python ints below 2**31 (int32; larger ones are static). The program
+    is recorded into a command buffer where :func:`qrita.backends._jax_jit.sampling_records`
+    allows. Outputs as :func:`traced_sampling`'s."""
+    if op == "sample" and params.get("seed") is None:
+        return None
+    statics, names, arrays = [], [], []
+    for name, v in sorted(params.items()):
+        if _is_row_array(v):
+            names.append(name)
+            arrays.append(v)
+        elif name in ("seed", "offset") and isinstance(v, int) and 0 <= v < _COUNTER_OPERAND_MAX:
+            names.append(name)
+            arrays.append(np.int32(v))
+        else:
+            statics.append((name, v))
+    key = (op, tuple(statics), tuple(names), max_candidates, bool(logprob))
+    if not _seen_before(("sampling", logits.shape, logits.dtype, *key)):
+        return None
+    return _jitted_sampling(*key)(logits, *arrays)
