@@ -607,7 +607,8 @@ def test_jax_eager_sampling_by_jit_matches_the_exchanges(monkeypatch, ops, comma
     """``QRITA_JAX_EAGER_JIT``: eager seeded ``sample`` (per-row and scalar seeds and offsets,
     new values every call), ``top_k_top_p_probs`` and ``candidates`` on JAX GPU arrays run a
     cached jitted program from a key's second call; every output equals the DLPack exchanges'
-    on the same inputs, and an unseeded ``sample`` keeps the exchanges."""
+    on the same inputs, and an unseeded ``sample`` keeps the exchanges. Int seeds / offsets
+    below 2**31 are operands from a value's second call."""
     jax, gpus = _jax()
     import jax.numpy as jnp
 
@@ -622,8 +623,10 @@ def test_jax_eager_sampling_by_jit_matches_the_exchanges(monkeypatch, ops, comma
     def calls(x, rep):
         seeds = jax.device_put(jnp.arange(B, dtype=jnp.int32) * 3 + rep, gpus[0])
         c = qrita.candidates(x, k_rows, 0.9, temperature=0.8, max_candidates=32)
-        return (*qrita.sample(x, k=k_rows, p=0.9, seed=seeds, offset=rep, return_logprob=True),
-                qrita.sample(x, k=20, p=0.95, temperature=0.5, seed=rep, offset=2**40),
+        # seeds / offsets as ints repeat (a value's first call takes the exchanges)
+        return (*qrita.sample(x, k=k_rows, p=0.9, seed=seeds, offset=rep % 2,
+                              return_logprob=True),
+                qrita.sample(x, k=20, p=0.95, temperature=0.5, seed=rep % 3, offset=2**40),
                 qrita.sample(x, p=0.9, seed=2**63 + rep),
                 qrita.top_k_top_p_probs(x, k_rows, 0.9, temperature=0.8),
                 c.indices, c.probs, c.counts)

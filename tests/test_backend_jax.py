@@ -649,3 +649,18 @@ def test_eager_sampling_program_matches_the_reference_and_keys_no_counters():
                           max_candidates=9)
     for got, expected in zip(cands, (want.indices, want.probs, want.counts), strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected).astype(got.dtype))
+
+
+def test_eager_sampling_takes_the_exchanges_for_a_seed_seen_once():
+    """A seed / offset value's first call takes the exchanges (a device transfer per call cost
+    more than they do, s53d), even once the program exists; its later calls take the
+    program."""
+    x = _logits(np.random.default_rng(32), (3, 64), "float32")
+    _jax._SEEN.clear()
+    _jax._COUNTER_ARRAYS.clear()
+    kw = dict(k=None, p=0.9, min_p=None, temperature=None, offset=0)
+    assert _jax.eager_sampling("sample", x, seed=1, **kw) is None  # the program's first call
+    assert _jax.eager_sampling("sample", x, seed=1, **kw) is not None
+    assert _jax.eager_sampling("sample", x, seed=2, **kw) is None  # a new value
+    assert _jax.eager_sampling("sample", x, seed=2, **kw) is not None
+    assert len(_jax._COUNTER_ARRAYS) == 3  # the values 0, 1 and 2, kept on the device

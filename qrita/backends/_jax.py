@@ -594,15 +594,20 @@ _COUNTER_ARRAYS: dict[tuple[int, Any], Any] = {}  # (value, device): a 0-d int32
 _COUNTER_ARRAYS_MAX = 1024
 
 
-def _counter_operand(value: int, like: Any) -> Any:
-    """A seed / offset below 2**31 as a 0-d int32 array on ``like``'s device, kept per value:
-    a NumPy scalar argument would be a host-to-device transfer at every call (s53c: eager
-    seeded ``sample`` by jit took as long as the exchanges, 166 µs at B = 1, against 33-44
-    for the same program with the seed static)."""
+def _counter_operand(value: int, like: Any) -> Any | None:
+    """A seed / offset below 2**31 as a 0-d int32 array on ``like``'s device, kept per value,
+    or None the first time a value is seen (the call then takes the exchanges, which pass it
+    as a kernel argument). A host-to-device transfer per call costs more than the exchanges:
+    a NumPy scalar argument made eager seeded ``sample`` by jit as slow as the exchanges (s53c,
+    166 µs at B = 1), and a new seed every call through ``jax.device_put`` took 1323 µs
+    against 249 by the exchanges (s53d); a jitted ``sample`` with seeds put on the device per
+    call 315 µs against 45 from a pool of device arrays (``jax_seed_probe.py``)."""
     device = next(iter(like.devices()))
     key = (value, device)
     array = _COUNTER_ARRAYS.get(key)
     if array is None:
+        if not _seen_before(("counter", *key)):
+            return None
         import jax
 
         if len(_COUNTER_ARRAYS) >= _COUNTER_ARRAYS_MAX:
@@ -631,7 +636,9 @@ def eager_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
     (op, static parameters, which parameters are arrays, max_candidates, logprob), or None: the
     first time a key (with the shape and dtype) is seen, and for ``sample`` without a seed (a
     fresh seed per call: the exchanges draw it). Per-row arrays are operands, and so are seeds
-    and offsets given as Python ints below 2**31 (int32; larger ones are static). The program
+    and offsets given as Python ints below 2**31 (int32 device scalars kept per value: a value's
+    first call takes the exchanges, so a new seed every call does too; larger ones are
+    static). The program
     is recorded into a command buffer where :func:`qrita.backends._jax_jit.sampling_records`
     allows. Outputs as :func:`traced_sampling`'s."""
     if op == "sample" and params.get("seed") is None:
@@ -643,10 +650,11 @@ def eager_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
             arrays.append(v)
         elif name in ("seed", "offset") and isinstance(v, int) and 0 <= v < _COUNTER_OPERAND_MAX:
             names.append(name)
-            arrays.append(_counter_operand(v, logits))
+            arrays.append(_counter_operand(v, logits))  # None: a value's first call
         else:
             statics.append((name, v))
     key = (op, tuple(statics), tuple(names), max_candidates, bool(logprob))
-    if not _seen_before(("sampling", logits.shape, logits.dtype, *key)):
+    if not _seen_before(("sampling", logits.shape, logits.dtype, *key)) \
+            or any(a is None for a in arrays):
         return None
     return _jitted_sampling(*key)(logits, *arrays)
