@@ -672,6 +672,37 @@ def test_jax_jit_under_vmap(ops):
         assert_mask_ok(np.asarray(out)[b], x_np[b], 3, None)
 
 
+@pytest.mark.parametrize("command_buffer", ["1", "0"])
+def test_jax_jit_sampler_under_vmap(monkeypatch, ops, command_buffer):
+    """A seeded ``sample`` and ``candidates`` mapped over a leading axis inside ``jax.jit``
+    (the callback runs once per mapped slice, ``vmap_method="sequential"``), with command
+    buffers on (compiled at minimum graph size 1) and off: each slice equals the eager call."""
+    jax, gpus = _jax()
+    import jax.numpy as jnp
+
+    import qrita
+    from qrita.backends import _jax as jax_adapter
+
+    monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", command_buffer)
+    monkeypatch.setattr(jax_adapter, "EAGER_JIT", False)
+    x_np = _logits_np(15, (3, 2, 512))
+    seeds = jax.device_put(jnp.arange(6, dtype=jnp.int32).reshape(3, 2) + 40, gpus[0])
+
+    def one(x, s):
+        tok, lp = qrita.sample(x, k=30, p=0.9, seed=s, return_logprob=True)
+        c = qrita.candidates(x, 30, 0.9, max_candidates=16)
+        return tok, lp, c.indices, c.probs, c.counts
+
+    step = jax_adapter._jit(jax.vmap(one))
+    for rep in range(3):
+        x = jax.device_put(x_np * np.float32(1 + rep), gpus[0])
+        got = step(x, seeds)
+        for b in range(3):
+            want = one(x[b], seeds[b])
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(np.asarray(g)[b], np.asarray(w))
+
+
 def test_jax_jit_sampler_runs_on_the_device(count_calls, ops):
     """qrita.sample / top_k_top_p_probs / candidates inside jax.jit on a GPU array: the Triton
     sampler through buffer_callback (never the host callback), the same tokens and distribution
