@@ -338,3 +338,18 @@ def test_jit_sampling_records_only_seeded_calls_of_copyable_size(monkeypatch):
     assert _jax_jit.sampling_records("candidates", 1, 4096, np.float32, False)
     monkeypatch.setenv("QRITA_JAX_COMMAND_BUFFER", "0")
     assert not _jax_jit.sampling_records("probs", 1, 4096, np.float32, False)
+
+
+def test_sampling_pools_stay_out_of_the_way_when_xla_does_not_record():
+    """Called as it comes (no capture; here a CPU device), the sampler's pool scope is a no-op
+    and makes no pool."""
+    import contextlib
+
+    from qrita.backends import _jax_jit
+
+    pools = _jax_jit._SamplingPools()
+    scope = pools.scope(torch.device("cpu"))
+    assert isinstance(scope, contextlib.nullcontext)
+    with scope:
+        torch.empty(8)
+    assert pools._pools == {}
