@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ jnp = pytest.importorskip("jax.numpy")
 import qrita  # noqa: E402
 from qrita.backends import _jax, adapter_for  # noqa: E402
 from qrita.reference import oracle  # noqa: E402
+from qrita.reference import sampling as ref_sampling  # noqa: E402
 
 DTYPES = ["float32", "bfloat16", "float16"]
 CPU = jax.devices("cpu")[0]
@@ -664,3 +666,54 @@ def test_eager_sampling_takes_the_exchanges_for_a_seed_seen_once():
     assert _jax.eager_sampling("sample", x, seed=2, **kw) is None  # a new value
     assert _jax.eager_sampling("sample", x, seed=2, **kw) is not None
     assert len(_jax._COUNTER_ARRAYS) == 3  # the values 0, 1 and 2, kept on the device
+
+
+@pytest.mark.parametrize("shape", [(300,), (4, 300)])
+def test_public_sampling_calls_through_eager_sampling_keep_their_shapes(monkeypatch, shape):
+    """The public ``sample`` / ``top_k_top_p_probs`` / ``candidates`` as an eager GPU call takes
+    them (here JAX's CPU backend stands in: the sampler's GPU module is faked present): from a
+    key's second call the outputs come from ``_jax.eager_sampling``, with the shapes, dtypes
+    and values of the reference's, (V,) logits included."""
+    from qrita import _sampling_api
+
+    rng = np.random.default_rng(33)
+    x = _logits(rng, shape, "float32")
+    xh = np.atleast_2d(_host(x))
+    class Exchanges(Exception):
+        pass
+
+    def exchanges(*args, **kwargs):
+        raise Exchanges
+
+    fake = types.SimpleNamespace(sample=exchanges, top_k_top_p_probs=exchanges,
+                                 candidates=exchanges)
+    monkeypatch.setattr(_sampling_api, "_gpu", lambda c: fake)
+    monkeypatch.setattr(_jax, "EAGER_JIT", True)
+    monkeypatch.setattr(_jax, "to_torch", exchanges)
+    _jax._SEEN.clear()
+    _jax._jitted_sampling.cache_clear()
+    calls = [
+        lambda: qrita.sample(x, k=9, p=0.8, temperature=0.9, seed=5, offset=1,
+                             return_logprob=True),
+        lambda: qrita.top_k_top_p_probs(x, 9, 0.8, temperature=0.9),
+        lambda: qrita.candidates(x, 9, 0.8, temperature=0.9, max_candidates=12),
+    ]
+    for call in calls:  # a key's first call takes the exchanges
+        with pytest.raises(Exchanges):
+            call()
+    (tok, lp), probs, cands = (call() for call in calls)
+    assert _jax._jitted_sampling.cache_info().currsize == 3
+    want_tok, want_lp = ref_sampling.sample(xh, 9, 0.8, temperature=0.9, seed=5, offset=1,
+                                            return_logprob=True)
+    one = len(shape) == 1
+    assert tok.shape == shape[:-1] and lp.shape == shape[:-1] and probs.shape == shape
+    np.testing.assert_array_equal(np.atleast_1d(np.asarray(tok)), want_tok)
+    np.testing.assert_array_equal(np.atleast_1d(np.asarray(lp)), want_lp.astype(np.float32))
+    np.testing.assert_array_equal(
+        np.atleast_2d(np.asarray(probs)),
+        ref_sampling.probs(xh, 9, 0.8, temperature=0.9, dtype=np.float32))
+    want = ref_sampling.candidates(xh, 9, 0.8, temperature=0.9, max_candidates=12)
+    for got, expected in zip(cands, (want.indices, want.probs, want.counts), strict=True):
+        expected = np.asarray(expected)[0] if one else np.asarray(expected)
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(np.asarray(got), expected.astype(got.dtype))
