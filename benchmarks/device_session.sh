@@ -61,6 +61,23 @@ gpu_tests() {
   timeout "$seconds" python3 -m pytest -m gpu -p no:cacheprovider -rf --tb=short -v "$@" 2>&1 \
     | tee "$OUT/pytest_gpu_$name.log" | grep -E "PASSED|FAILED|passed|failed|^E " | cut -c1-300 | tail -30
 }
+# gpu_tests_k NAME SECONDS EXPR: test_backend_gpu.py's tests selected by -k EXPR, quiet, into
+# pytest_gpu_<NAME>.log
+gpu_tests_k() {
+  timeout "$2" python3 -m pytest -p no:cacheprovider -rf --tb=short -q tests/test_backend_gpu.py \
+    -k "$3" 2>&1 | tee "$OUT/pytest_gpu_$1.log" | tail -4
+}
+# cycle_probe SECONDS KIND...: jax_cycle_probe.py's rows for these call kinds
+cycle_probe() {
+  local seconds=$1; shift
+  timeout "$seconds" python3 benchmarks/jax_cycle_probe.py --out "$OUT" --calls "$@" 2>&1 \
+    | grep -v -i warn | tail -24
+}
+# host_table: adapter_overhead.py at B = 8 into adapter_overhead.txt, its host table shown
+host_table() {
+  timeout 120 python3 benchmarks/adapter_overhead.py --batch 8 2>&1 | grep -v -i warn \
+    > "$OUT/adapter_overhead.txt"; grep -A5 "^host" "$OUT/adapter_overhead.txt"
+}
 # bench_zipf NAME SECONDS BATCHES: masks and top_k, zipf, V = 131072, fp32 and bf16, eager and
 # graph, into bench_<NAME>.log and the CSV
 bench_zipf() {
@@ -1223,40 +1240,27 @@ if [[ $stage == s51b ]]; then  # (~200 s) issue 5: the CuPy adapter's direct exc
     > "$OUT/adapter_overhead.txt"; tail -14 "$OUT/adapter_overhead.txt"
 fi
 if [[ $stage == s54a ]]; then  # (~250 s) issues 5 / 6, written after s53d (not yet run): an int seed / offset value's first call takes the exchanges; the jitted sampler under vmap: those GPU tests, then the probe's sample rows (a fixed seed, a new seed every call: expect the exchanges' time) and the adapters' host table
-  timeout 200 python3 -m pytest -p no:cacheprovider -rf --tb=short -q tests/test_backend_gpu.py \
-    -k "eager_sampling or sampler_under_vmap" 2>&1 | tee "$OUT/pytest_gpu_s54a.log" | tail -3
-  timeout 200 python3 benchmarks/jax_cycle_probe.py --out "$OUT" \
-    --calls "sample topp0.9 seed7" "sample topp0.9 seed+1" 2>&1 | grep -v -i warn | tail -16
-  timeout 120 python3 benchmarks/adapter_overhead.py --batch 8 2>&1 | grep -v -i warn \
-    > "$OUT/adapter_overhead.txt"; grep -A5 "^host" "$OUT/adapter_overhead.txt"
+  gpu_tests_k s54a 200 "eager_sampling or sampler_under_vmap"
+  cycle_probe 200 "sample topp0.9 seed7" "sample topp0.9 seed+1"
+  host_table
 fi
 if [[ $stage == s53d ]]; then  # (~250 s) issues 5 / 6: s53c with seeds / offsets kept as device scalars per value (no transfer per call): the eager-sampling GPU test, the probe's sample rows (a fixed seed, and a new seed every call)
-  timeout 150 python3 -m pytest -p no:cacheprovider -rf --tb=short -q tests/test_backend_gpu.py \
-    -k "eager_sampling" 2>&1 | tee "$OUT/pytest_gpu_s53d.log" | tail -3
-  timeout 200 python3 benchmarks/jax_cycle_probe.py --out "$OUT" \
-    --calls "sample k50 seed7" "sample topp0.9 seed7" "sample topp0.9 seed+1" 2>&1 | grep -v -i warn | tail -24
+  gpu_tests_k s53d 150 "eager_sampling"
+  cycle_probe 200 "sample k50 seed7" "sample topp0.9 seed7" "sample topp0.9 seed+1"
 fi
 if [[ $stage == s53c ]]; then  # (~350 s) issues 5 / 6: eager seeded sample / probs / candidates on JAX by cached jitted programs: the sampler GPU tests, the probe's sample rows, the adapters' host table
-  timeout 240 python3 -m pytest -p no:cacheprovider -rf --tb=short -q tests/test_backend_gpu.py \
-    -k "jax_jit_sampler or command_buffer_sampler or eager_sampling" 2>&1 | tee "$OUT/pytest_gpu_s53c.log" | tail -4
-  timeout 150 python3 benchmarks/jax_cycle_probe.py --out "$OUT" \
-    --calls "sample k50 seed7" "sample topp0.9 seed7" 2>&1 | grep -v -i warn | tail -14
-  timeout 120 python3 benchmarks/adapter_overhead.py --batch 8 2>&1 | grep -v -i warn \
-    > "$OUT/adapter_overhead.txt"; grep -A5 "^host" "$OUT/adapter_overhead.txt"
+  gpu_tests_k s53c 240 "jax_jit_sampler or command_buffer_sampler or eager_sampling"
+  cycle_probe 150 "sample k50 seed7" "sample topp0.9 seed7"
+  host_table
 fi
 if [[ $stage == s53b ]]; then  # (~200 s) issue 6: s53a's sampler test and probe rows again (their API use is fixed)
-  timeout 200 python3 -m pytest -p no:cacheprovider -rf --tb=short -q tests/test_backend_gpu.py \
-    -k "jax_jit_sampler or command_buffer_sampler" 2>&1 | tee "$OUT/pytest_gpu_s53b.log" | tail -4
-  timeout 150 python3 benchmarks/jax_cycle_probe.py --out "$OUT" \
-    --calls "sample k50 seed7" "sample topp0.9 seed7" 2>&1 | grep -v -i warn | tail -14
+  gpu_tests_k s53b 200 "jax_jit_sampler or command_buffer_sampler"
+  cycle_probe 150 "sample k50 seed7" "sample topp0.9 seed7"
 fi
 if [[ $stage == s53a ]]; then  # (~450 s) issues 5 / 6: top_k's XLA-owned copy and eager top_k by jit by default; the jitted sampler recorded (seeded calls: XLA-owned copies, a private torch pool): the command-buffer / eager-by-jit / sampler GPU tests, the probe's sample and top_k rows, the adapters' host table
-  timeout 280 python3 -m pytest -p no:cacheprovider -rf --tb=short -q tests/test_backend_gpu.py \
-    -k "command_buffer or eager_by_jit or jax_jit_sampler" 2>&1 | tee "$OUT/pytest_gpu_s53a.log" | tail -4
-  timeout 150 python3 benchmarks/jax_cycle_probe.py --out "$OUT" \
-    --calls "sample k50 seed7" "sample topp0.9 seed7" "top_k k50" 2>&1 | grep -v -i warn | tail -14
-  timeout 120 python3 benchmarks/adapter_overhead.py --batch 8 2>&1 | grep -v -i warn \
-    > "$OUT/adapter_overhead.txt"; grep -A5 "^host" "$OUT/adapter_overhead.txt"; tail -6 "$OUT/adapter_overhead.txt"
+  gpu_tests_k s53a 280 "command_buffer or eager_by_jit or jax_jit_sampler"
+  cycle_probe 150 "sample k50 seed7" "sample topp0.9 seed7" "top_k k50"
+  host_table; tail -6 "$OUT/adapter_overhead.txt"
 fi
 if [[ $stage == s52d ]]; then  # (~140 s) issue 5: s52c's probe with QRITA_JAX_TOP_K_COPY=1 (top_k's command buffer reads an XLA-owned copy of its input; eager top_k by jit), then the command-buffer top_k and eager-by-jit GPU tests (both settings)
   QRITA_JAX_TOP_K_COPY=1 timeout 100 python3 benchmarks/jax_cycle_probe.py --out "$OUT" 2>&1 \
