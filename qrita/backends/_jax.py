@@ -638,9 +638,9 @@ def eager_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
     fresh seed per call: the exchanges draw it). Per-row arrays are operands, and so are seeds
     and offsets given as Python ints below 2**31 (int32 device scalars kept per value: a value's
     first call takes the exchanges, so a new seed every call does too; larger ones are
-    static). The program
-    is recorded into a command buffer where :func:`qrita.backends._jax_jit.sampling_records`
-    allows. Outputs as :func:`traced_sampling`'s."""
+    static). The program is recorded into a command buffer where
+    :func:`qrita.backends._jax_jit.sampling_records` allows. Outputs as
+    :func:`traced_sampling`'s."""
     if op == "sample" and params.get("seed") is None:
         return None
     statics, names, arrays = [], [], []

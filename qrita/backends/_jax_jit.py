@@ -563,10 +563,9 @@ def _host_sampling(x, *arrays, op, names, statics, width, logprob, index_dtype, 
             np.asarray(res.counts).astype(index_dtype))
 
 
-_SAMPLING_RESULTS = {"sample": 2, "probs": 1, "candidates": 3}
-
-#: the largest logits (bytes) a command-buffer sampler copies into a buffer of XLA's own
-SAMPLING_COPY_MAX_BYTES = 64 << 20
+#: the largest logits (bytes) a command-buffer sampler copies into a buffer of XLA's own (the
+#: same bound as ``top_k``'s)
+SAMPLING_COPY_MAX_BYTES = TOP_K_COPY_MAX_BYTES
 
 
 class _SamplingPools:
@@ -620,9 +619,9 @@ def _gpu_sampling_callback(ctx, outs, x, *arrays, op, names, statics, width, log
 
     from qrita.backends.triton import sampling_ops
 
-    if pools is not None:
-        outs, copies = outs[:_SAMPLING_RESULTS[op]], outs[_SAMPLING_RESULTS[op]:]
-        x, arrays = copies[0], tuple(copies[1:])
+    if pools is not None:  # the copies of x and arrays are the last 1 + len(arrays) outputs
+        n_results = len(outs) - 1 - len(arrays)
+        outs, x, arrays = outs[:n_results], outs[n_results], tuple(outs[n_results + 1:])
     t = _torch_view(x)
     scope = contextlib.nullcontext() if pools is None else pools.scope(t.device)
     with _on_xla_stream(ctx, t.device), scope:
