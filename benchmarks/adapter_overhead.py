@@ -11,9 +11,10 @@ Two timings per library:
   ``block_until_ready`` because JAX's work is not on torch's stream, so it also pays a host sync.
 * ``sync``: a wall-clock loop that synchronises after every call, the same for all libraries.
 
-Then a table of host µs per call at B = 1 (back-to-back calls, one sync at the end: the caller's
-thread's cost) for a mask, ``top_k`` and ``sample`` from each library: the adapter's cost per
-call is the difference to torch.
+Then a table of host µs per call at B = 1 (back-to-back calls, one sync per block: the caller's
+thread's cost) for a mask, ``top_k`` and ``sample`` from each library, the libraries taking
+turns block by block: the adapter's cost per call is the median of the per-round differences to
+torch.
 """
 
 from __future__ import annotations
@@ -96,28 +97,62 @@ def gpu_arrays(torch, host: np.ndarray, last: list) -> dict:
     return arrays
 
 
+def _block_us(fn, sync, n: int) -> float:
+    """Host µs per call of one block of ``n`` back-to-back calls, with one sync at the end."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def paired_host_us(fns: dict, syncs: dict, base: str, rounds: int = 15,
+                   n: int = 100) -> tuple[dict, dict]:
+    """Interleaved host timing: each round times one block of ``n`` calls of every entry of
+    ``fns`` in turn (:func:`_block_us`), so a drift of the host's speed hits every entry alike.
+    Returns (entry -> median µs per call over the rounds, entry -> median over the rounds of its
+    difference to ``base`` in the same round)."""
+    for name, fn in fns.items():
+        for _ in range(20):
+            fn()
+        syncs[name]()
+    per_round: dict = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            per_round[name].append(_block_us(fn, syncs[name], n))
+    medians = {name: float(np.median(t)) for name, t in per_round.items()}
+    diffs = {name: float(np.median(np.subtract(t, per_round[base])))
+             for name, t in per_round.items() if name != base}
+    return medians, diffs
+
+
 def _host_table(qrita, torch) -> None:
     """Host µs per call of the same calls from torch, CuPy and JAX (eager), B = 1, V = 131072:
-    a mask, top_k and sample; the difference to torch is the adapter's cost per call."""
+    a mask, top_k and sample; the difference to torch is the adapter's cost per call. The
+    libraries take turns in blocks of 100 calls (15 rounds, :func:`paired_host_us`): the cost is
+    the median of the per-round differences, which a drifting host speed does not bias."""
     rng = np.random.default_rng(1)
     host = rng.normal(0.0, 3.0, size=(1, 131072)).astype(np.float32)
     calls = host_calls(qrita)
     last: list = []
     arrays = gpu_arrays(torch, host, last)
-    print("host µs per call, back-to-back (B=1, V=131072, float32; best of 5 x 400)")
-    print(f"{'call':<14}" + "".join(f"{lib:>12}" for lib in arrays) + "   adapter cost vs torch")
+    print("host µs per call, back-to-back (B=1, V=131072, float32; libraries interleaved in "
+          "blocks of 100 calls, median of 15 rounds)")
+    print(f"{'call':<14}" + "".join(f"{lib:>12}" for lib in arrays)
+          + "   adapter cost vs torch (median of paired rounds)")
     for name, call in calls.items():
-        cells = {}
+        fns, syncs = {}, {}
         for lib, (x, sync) in arrays.items():
             if lib == "jax":
                 last.clear()
-                fn = lambda x=x, call=call: last.append(call(x)) or (  # noqa: E731
+                fns[lib] = lambda x=x, call=call: last.append(call(x)) or (  # noqa: E731
                     last.pop(0) if len(last) > 2 else None)
             else:
-                fn = lambda x=x, call=call: call(x)  # noqa: E731
-            cells[lib] = _host_us(fn, sync)
-        diffs = " ".join(f"{lib} {cells[lib] - cells['torch']:+.1f}" for lib in cells if lib != "torch")
-        print(f"{name:<14}" + "".join(f"{cells[lib]:12.1f}" for lib in arrays) + f"   {diffs}")
+                fns[lib] = lambda x=x, call=call: call(x)  # noqa: E731
+            syncs[lib] = sync
+        cells, diffs = paired_host_us(fns, syncs, "torch")
+        cost = " ".join(f"{lib} {diffs[lib]:+.1f}" for lib in diffs)
+        print(f"{name:<14}" + "".join(f"{cells[lib]:12.1f}" for lib in arrays) + f"   {cost}")
 
 
 def main() -> None:

@@ -38,6 +38,18 @@ class _Held:
         return self.device
 
 
+def _unowned(cupy, t):
+    """A CuPy array over a torch tensor's memory without DLPack: ``UnownedMemory`` keeps ``t``
+    alive; shape, dtype and strides from torch (the candidate for ``_cupy.from_torch``)."""
+    item = t.element_size()
+    memory = cupy.cuda.UnownedMemory(t.data_ptr(), t.numel() * item, t, t.device.index)
+    return cupy.ndarray(tuple(t.shape), _DTYPES[t.dtype], cupy.cuda.MemoryPointer(memory, 0),
+                        tuple(s * item for s in t.stride()))
+
+
+_DTYPES: dict = {}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None)
@@ -46,7 +58,11 @@ def main() -> int:
     import torch
     from cupy._core import dlpack as cdl
 
+    from qrita.backends import _cupy
+
     warnings.filterwarnings("ignore", message="This function is deprecated")
+    _DTYPES.update({torch.float32: cupy.float32, torch.float16: cupy.float16,
+                    torch.int64: cupy.int64, torch.int32: cupy.int32})
     x = cupy.zeros((1, 131072), dtype=cupy.float32)
     t = torch.zeros((1, 131072), dtype=torch.float32, device="cuda")
     ptr = int(cupy.cuda.get_current_stream().ptr)
@@ -63,6 +79,14 @@ def main() -> int:
             _Held(to_c(t), device)),
         "torch -> cupy: cupy.from_dlpack(torch C capsule)": lambda: cupy.from_dlpack(to_c(t)),
         "torch -> cupy: cupy.from_dlpack(t)": lambda: cupy.from_dlpack(t),
+        "torch -> cupy: ndarray over UnownedMemory(t.data_ptr())": lambda: _unowned(cupy, t),
+        "torch: t.detach()": t.detach,
+        "torch: t.data_ptr()": t.data_ptr,
+        "qrita _cupy.to_torch (direct)": lambda: _cupy.to_torch(x),
+        "qrita _cupy.from_torch (direct)": lambda: _cupy.from_torch(t, x),
+        "qrita _cupy.describe": lambda: _cupy.describe(x),
+        "qrita _cupy.stream_scope": lambda: _cupy.stream_scope(x),
+        "cupy x.device.id": lambda: x.device.id,
         "cupy current stream ptr": lambda: cupy.cuda.get_current_stream().ptr,
         "cupy runtime getDevice": cupy.cuda.runtime.getDevice,
     }
@@ -76,8 +100,10 @@ def main() -> int:
         print(lines[-1], flush=True)
     back = cupy.from_dlpack(_Held(to_c(t), device))
     there = from_c(x.__dlpack__(stream=handle))
+    unowned = _unowned(cupy, t)
     lines.append(f"zero-copy: held {back.data.ptr == t.data_ptr()}, "
-                 f"__dlpack__ {there.data_ptr() == x.data.ptr}")
+                 f"__dlpack__ {there.data_ptr() == x.data.ptr}, "
+                 f"unowned {unowned.data.ptr == t.data_ptr() and unowned.shape == tuple(t.shape)}")
     print(lines[-1])
     write_lines(args.out, "cupy_exchange_probe.txt", lines)
     return 0

@@ -1255,6 +1255,7 @@ if [[ $stage == s54a ]]; then  # (~250 s) issues 5 / 6, written after s53d (not 
   gpu_tests_k s54a 200 "eager_sampling or sampler_under_vmap"
   cycle_probe 200 "sample topp0.9 seed7" "sample topp0.9 seed+1"
   host_table
+  timeout 60 python3 benchmarks/cupy_exchange_probe.py --out "$OUT" 2>&1 | grep -v -i warn
 fi
 if [[ $stage == s53d ]]; then  # (~250 s) issues 5 / 6: s53c with seeds / offsets kept as device scalars per value (no transfer per call): the eager-sampling GPU test, the probe's sample rows (a fixed seed, and a new seed every call)
   gpu_tests_k s53d 150 "eager_sampling"
