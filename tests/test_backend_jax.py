@@ -614,8 +614,7 @@ def test_eager_top_k_program_matches_the_oracle(monkeypatch, k, axis, mode, sort
 
 
 def test_eager_sampling_program_matches_the_reference_and_keys_no_counters():
-    """``_jax.eager_sampling``: None on a key's first call and for an unseeded ``sample``;
-    later calls run one cached program per statics, with new seeds / offsets (ints below 2**31)
+    """``_jax.eager_sampling``: None on a key's first call; later calls run one cached program per statics, with new seeds / offsets (ints below 2**31)
     and per-row arrays as operands, not keys; a seed above 2**31 is static. Tokens, log-probs,
     probabilities and candidates equal the NumPy reference's."""
     from qrita.reference import sampling as ref
@@ -626,7 +625,6 @@ def test_eager_sampling_program_matches_the_reference_and_keys_no_counters():
     k_rows = jax.device_put(jnp.asarray([1, 7, 0, 300, 40], dtype=jnp.int32), CPU)
     _jax._jitted_sampling.cache_clear()
     _jax._SEEN.clear()
-    assert _jax.eager_sampling("sample", x, k=k_rows, p=0.9, seed=None, offset=0) is None
     assert _jax.eager_sampling("sample", x, k=k_rows, p=0.9, seed=None, offset=0) is None
     for seed in (3, 4, 2**31 - 1, 2**40 + 5):
         kw = dict(k=k_rows, p=0.9, min_p=None, temperature=0.7, seed=seed, offset=seed // 2)
@@ -666,6 +664,41 @@ def test_eager_sampling_takes_the_exchanges_for_a_seed_seen_once():
     assert _jax.eager_sampling("sample", x, seed=2, **kw) is None  # a new value
     assert _jax.eager_sampling("sample", x, seed=2, **kw) is not None
     assert len(_jax._COUNTER_ARRAYS) == 3  # the values 0, 1 and 2, kept on the device
+
+
+@pytest.mark.parametrize("shape", [(200,), (6, 200)])
+def test_eager_unseeded_sample_draws_fresh_streams_kept_on_the_device(shape):
+    """``sample`` without a seed by jit (``_jax._FreshDraws``): from a key's second call, each
+    call draws with the rows' seeds kept on the device and an offset the program advances by
+    one; the tokens equal the reference's with those seeds and offsets; the seeds are distinct
+    per row and the offsets distinct per call; a nonzero offset takes the exchanges."""
+    from qrita.reference import sampling as ref
+
+    rng = np.random.default_rng(34)
+    x = _logits(rng, shape, "float32")
+    xh = np.atleast_2d(_host(x))
+    batch = xh.shape[0]
+    _jax._SEEN.clear()
+    _jax._FRESH.clear()
+    _jax._jitted_sampling.cache_clear()
+    kw = dict(k=None, p=0.95, min_p=None, temperature=1.5, seed=None)
+    assert _jax.eager_sampling("sample", x, offset=0, **kw) is None  # the key's first call
+    assert _jax.eager_sampling("sample", x, offset=5, **kw) is None  # an offset: exchanges
+    key = (next(iter(x.devices())), batch)
+    draws = []
+    for call in range(6):
+        tok, lp = _jax.eager_sampling("sample", x, offset=None if call % 2 else 0, **kw)
+        seeds, offset = (np.asarray(a) for a in _jax._FRESH._state[key])
+        assert int(offset) == call + 1  # advanced by the program, on the device
+        want_tok, want_lp = ref.sample(xh, None, 0.95, temperature=1.5,
+                                       seed=seeds.astype(np.int64).astype(np.uint64),
+                                       offset=call, return_logprob=True)
+        np.testing.assert_array_equal(np.atleast_1d(np.asarray(tok)), want_tok)
+        np.testing.assert_array_equal(np.atleast_1d(np.asarray(lp)), want_lp.astype(np.float32))
+        draws.append(np.atleast_1d(np.asarray(tok)))
+    assert seeds.shape == (batch,) and len(set(seeds.tolist())) == batch
+    assert _jax._jitted_sampling.cache_info().misses == 1  # one program for every call
+    assert len({tuple(d) for d in draws}) > 1  # fresh draws (a flat-ish row of 200 entries)
 
 
 @pytest.mark.parametrize("shape", [(300,), (4, 300)])

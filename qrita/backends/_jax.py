@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -618,31 +619,97 @@ def _counter_operand(value: int, like: Any) -> Any | None:
 
 @functools.lru_cache(maxsize=256)
 def _jitted_sampling(op: str, statics: tuple, array_names: tuple, max_candidates: Any,
-                     logprob: bool) -> Any:
+                     logprob: bool, advance: bool = False) -> Any:
+    """The jitted program of :func:`eager_sampling`. ``advance`` (unseeded ``sample``): the
+    last output is the offset operand plus 1, the next call's offset (:func:`_fresh_draw`)."""
     from qrita.backends import _jax_jit
 
     def run(x: Any, *arrays: Any) -> tuple[Any, ...]:
         params = dict(statics)
         params.update(zip(array_names, arrays, strict=True))
-        return tuple(_jax_jit.sampling(op, x, max_candidates=max_candidates, logprob=logprob,
+        outs = tuple(_jax_jit.sampling(op, x, max_candidates=max_candidates, logprob=logprob,
                                        **params))
+        return outs + (params["offset"] + 1,) if advance else outs
 
     return _jit(run)
+
+
+class _FreshDraws:
+    """The device state of unseeded eager ``sample`` calls by jit, per (device, batch): one
+    random int32 seed per row, distinct within the batch and drawn once from NumPy's entropy
+    source, and an int32 offset that every call advances by one on the device (the program's
+    extra output). A row's Philox stream at a call is (its seed, that call's offset): no two
+    calls and no two rows of one call share a stream (until 2**32 calls), the same freshness
+    as the exchanges' fresh host seed per row and call, with no host-to-device transfer per
+    call (the transfer cost more than the exchanges, s53d). A lock makes concurrent calls take
+    distinct offsets."""
+
+    def __init__(self) -> None:
+        self._state: dict[tuple[Any, int], list[Any]] = {}
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._state.clear()
+
+    def call(self, device: Any, batch: int, run: Any) -> tuple[Any, ...]:
+        """``run(seeds, offset)`` with this (device, batch)'s state; its last output becomes the
+        next offset. Returns its other outputs."""
+        import jax
+
+        key = (device, batch)
+        with self._lock:
+            state = self._state.get(key)
+            if state is None:
+                seeds = np.random.default_rng().choice(2**32, size=batch, replace=False)
+                state = self._state[key] = [
+                    jax.device_put((seeds - 2**31).astype(np.int32), device),
+                    jax.device_put(np.int32(0), device)]
+            *outs, state[1] = run(state[0], state[1])
+        return tuple(outs)
+
+
+_FRESH = _FreshDraws()
+
+
+def _fresh_draw(op: str, logits: Any, max_candidates: Any, logprob: bool,
+                params: dict[str, Any]) -> tuple[Any, ...] | None:
+    """:func:`eager_sampling` of ``sample`` without a seed (:class:`_FreshDraws`), or None: a
+    key's first call, and an offset other than 0 / None (those take the exchanges)."""
+    if params.get("offset") not in (None, 0):
+        return None
+    statics, names, arrays = [], [], []
+    for name, v in sorted(params.items()):
+        if name in ("seed", "offset"):
+            continue
+        if _is_row_array(v):
+            names.append(name)
+            arrays.append(v)
+        else:
+            statics.append((name, v))
+    key = (op, tuple(statics), (*names, "seed", "offset"), max_candidates, bool(logprob), True)
+    if not _seen_before(("sampling", logits.shape, logits.dtype, *key)):
+        return None
+    program = _jitted_sampling(*key)
+    batch = 1 if logits.ndim == 1 else logits.shape[0]
+    device = next(iter(logits.devices()))
+    return _FRESH.call(device, batch,
+                       lambda seeds, offset: program(logits, *arrays, seeds, offset))
 
 
 def eager_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
                    logprob: bool = True, **params: Any) -> tuple[Any, ...] | None:
     """:func:`traced_sampling` of an eager JAX GPU array through a jitted program cached per
     (op, static parameters, which parameters are arrays, max_candidates, logprob), or None: the
-    first time a key (with the shape and dtype) is seen, and for ``sample`` without a seed (a
-    fresh seed per call: the exchanges draw it). Per-row arrays are operands, and so are seeds
-    and offsets given as Python ints below 2**31 (int32 device scalars kept per value: a value's
-    first call takes the exchanges, so a new seed every call does too; larger ones are
-    static). The program is recorded into a command buffer where
+    first time a key (with the shape and dtype) is seen. Per-row arrays are operands, and so
+    are seeds and offsets given as Python ints below 2**31 (int32 device scalars kept per value:
+    a value's first call takes the exchanges, so a new seed every call does too; larger ones
+    are static). ``sample`` without a seed (and offset 0) draws from seeds and an offset kept
+    on the device (:class:`_FreshDraws`). The program is recorded into a command buffer where
     :func:`qrita.backends._jax_jit.sampling_records` allows. Outputs as
     :func:`traced_sampling`'s."""
     if op == "sample" and params.get("seed") is None:
-        return None
+        return _fresh_draw(op, logits, max_candidates, logprob, params)
     statics, names, arrays = [], [], []
     for name, v in sorted(params.items()):
         if _is_row_array(v):
