@@ -78,12 +78,14 @@ def main() -> int:
             "sample topp0.9 seed7": lambda x: qrita.sample(x, p=0.9, seed=7),
             # a new seed every call (not checked against the reference: the seeds differ)
             "sample topp0.9 seed+1": lambda x: qrita.sample(x, p=0.9, seed=next(counter)),
+            # no seed: a fresh draw every call (not checked either)
+            "sample topp0.9 unseeded": lambda x: qrita.sample(x, p=0.9),
         }
         for name, call in calls.items():
             if args.calls and name not in args.calls:
                 continue
             # one check per call kind against the reference, on two pool members
-            checked = not name.endswith("+1")
+            checked = not name.endswith(("+1", "unseeded"))
             want = [np.asarray(call(h)) for h in hosts[:2]] if checked else None
             modes = {}
             for mode in ("exchanges", "eager by jit", "jit cb 1", "jit cb 0"):

@@ -607,8 +607,9 @@ def test_jax_eager_sampling_by_jit_matches_the_exchanges(monkeypatch, ops, comma
     """``QRITA_JAX_EAGER_JIT``: eager seeded ``sample`` (per-row and scalar seeds and offsets,
     new values every call), ``top_k_top_p_probs`` and ``candidates`` on JAX GPU arrays run a
     cached jitted program from a key's second call; every output equals the DLPack exchanges'
-    on the same inputs, and an unseeded ``sample`` keeps the exchanges. Int seeds / offsets
-    below 2**31 are operands from a value's second call."""
+    on the same inputs. Int seeds / offsets below 2**31 are operands from a value's second call.
+    An unseeded ``sample`` runs by jit from its key's second call with seeds and an offset kept
+    on the device, and draws what the exchanges draw with those seeds and offsets."""
     jax, gpus = _jax()
     import jax.numpy as jnp
 
@@ -640,11 +641,21 @@ def test_jax_eager_sampling_by_jit_matches_the_exchanges(monkeypatch, ops, comma
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
     assert jax_adapter._jitted_sampling.cache_info().currsize >= 4  # the calls did run by jit
+    # unseeded: by jit from the key's second call, drawing with the per-row seeds and the
+    # offset kept on the device (``_jax._FreshDraws``), which the program advances
     monkeypatch.setattr(jax_adapter, "EAGER_JIT", True)
+    jax_adapter._FRESH.clear()
     before = jax_adapter._jitted_sampling.cache_info().misses
-    qrita.sample(x, p=0.9)
-    qrita.sample(x, p=0.9)
-    assert jax_adapter._jitted_sampling.cache_info().misses == before  # unseeded: exchanges
+    qrita.sample(x, p=0.9)  # the key's first call: the exchanges
+    for call in range(3):
+        monkeypatch.setattr(jax_adapter, "EAGER_JIT", True)
+        got = qrita.sample(x, k=k_rows, p=0.9)
+        seeds, offset = jax_adapter._FRESH._state[(gpus[0], B)]
+        assert int(offset) == call + 1
+        monkeypatch.setattr(jax_adapter, "EAGER_JIT", False)
+        want = qrita.sample(x, k=k_rows, p=0.9, seed=seeds, offset=call)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert jax_adapter._jitted_sampling.cache_info().misses == before + 1
 
 
 def test_jax_jit_top_k(ops):
