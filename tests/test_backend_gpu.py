@@ -646,7 +646,7 @@ def test_jax_eager_sampling_by_jit_matches_the_exchanges(monkeypatch, ops, comma
     monkeypatch.setattr(jax_adapter, "EAGER_JIT", True)
     jax_adapter._FRESH.clear()
     before = jax_adapter._jitted_sampling.cache_info().misses
-    qrita.sample(x, p=0.9)  # the key's first call: the exchanges
+    qrita.sample(x, k=k_rows, p=0.9)  # the key's first call: the exchanges
     for call in range(3):
         monkeypatch.setattr(jax_adapter, "EAGER_JIT", True)
         got = qrita.sample(x, k=k_rows, p=0.9)
