@@ -177,6 +177,56 @@ def test_torch_on_second_gpu(calls):
     assert_mask_ok(out.cpu().numpy(), x.cpu().numpy(), 5, None)
 
 
+@pytest.mark.parametrize("batch", [1, 64])
+def test_torch_second_gpu_matches_the_first_call_after_call(batch):
+    """Every op on cuda:1 with torch's current device 0, alternating with the same calls on
+    cuda:0 (the per-device caches: eager graphs, kept scratch, launch sites): each result lives
+    on its input's device and is bit-identical to the cuda:0 result; masks and ``top_k`` equal
+    the oracle; the sampler's tokens and probabilities match across the two GPUs."""
+    import torch
+
+    import qrita
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    x_np = _logits_np(40, (batch, 131072 if batch == 1 else V))
+    k_np = np.arange(1, batch + 1, dtype=np.int64) * 3
+
+    def run(x):
+        k_rows = torch.from_numpy(k_np).to(x.device)
+        values, indices = qrita.top_k(x, 50)
+        tok, lp = qrita.sample(x, k=k_rows, p=0.9, seed=11, offset=3, return_logprob=True)
+        return dict(topk50=qrita.top_k_mask(x, 50), topp=qrita.top_p_mask(x, 0.9),
+                    both=qrita.top_k_top_p_mask(x, k_rows, 0.8), values=values,
+                    indices=indices, tokens=tok, logprobs=lp,
+                    unseeded=qrita.sample(x, p=0.5),
+                    probs=qrita.top_k_top_p_probs(x, 20, 0.9, temperature=0.7))
+
+    torch.cuda.set_device(0)
+    first = None
+    for rep in range(3):
+        for index in (0, 1, 1, 0):
+            x = torch.from_numpy(x_np).to(f"cuda:{index}")
+            got = run(x)
+            for name, out in got.items():
+                assert out.device == x.device, name
+            host = {name: out.cpu() for name, out in got.items()}
+            assert torch.cuda.current_device() == 0  # the call put it back
+            if first is None:
+                first = host
+                assert_mask_ok(host["topk50"].numpy(), x_np, 50, None)
+                assert_mask_ok(host["topp"].numpy(), x_np, None, 0.9)
+                assert_mask_ok(host["both"].numpy(), x_np, k_np, 0.8)
+                ov, oi = oracle.top_k(x_np, 50)
+                np.testing.assert_array_equal(host["indices"].numpy(), oi)
+                np.testing.assert_array_equal(host["values"].numpy(), ov)
+                continue
+            for name, out in host.items():
+                if name != "unseeded":
+                    assert torch.equal(out, first[name]), (rep, index, name)
+            assert bool(((host["unseeded"] >= 0) & (host["unseeded"] < x_np.shape[1])).all())
+
+
 # ---------------------------------------------------------------------------------------------
 # CuPy
 
