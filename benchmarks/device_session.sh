@@ -1241,7 +1241,7 @@ if [[ $stage == s51b ]]; then  # (~200 s) issue 5: the CuPy adapter's direct exc
 fi
 if [[ $stage == s54d ]]; then  # (~250 s) s54a cut to fit a short budget: its GPU tests, then the probe's unseeded row
   gpu_tests_k s54d 170 "eager_sampling or sampler_under_vmap"
-  cycle_probe 90 "sample topp0.9 unseeded"
+  QRITA_JAX_EAGER_UNSEEDED=1 cycle_probe 90 "sample topp0.9 unseeded"
 fi
 if [[ $stage == s54c ]]; then  # (~200 s, a two-GPU machine: kind nvidia-h100-x2) issue 5's "an array on GPU 1 runs on GPU 1", never run before: the second-GPU tests of torch (every op, alternating devices), CuPy, JAX and the launcher
   nvidia-smi -L
@@ -1262,7 +1262,7 @@ if [[ $stage == s54b ]]; then  # (~300 s) issues 3 / 4 / 6 at the current defaul
 fi
 if [[ $stage == s54a ]]; then  # (~250 s) issues 5 / 6, written after s53d (not yet run): an int seed / offset value's first call takes the exchanges; the jitted sampler under vmap: those GPU tests, then the probe's sample rows (a fixed seed, a new seed every call: expect the exchanges' time) and the adapters' host table
   gpu_tests_k s54a 200 "eager_sampling or sampler_under_vmap or eager_unseeded"
-  cycle_probe 160 "sample topp0.9 seed7" "sample topp0.9 unseeded"
+  QRITA_JAX_EAGER_UNSEEDED=1 cycle_probe 160 "sample topp0.9 seed7" "sample topp0.9 unseeded"
   timeout 60 python3 benchmarks/cupy_exchange_probe.py --out "$OUT" 2>&1 | grep -v -i warn
   [[ ${HOST_TABLE:-0} == 1 ]] && host_table
 fi

@@ -78,7 +78,8 @@ def main() -> int:
             "sample topp0.9 seed7": lambda x: qrita.sample(x, p=0.9, seed=7),
             # a new seed every call (not checked against the reference: the seeds differ)
             "sample topp0.9 seed+1": lambda x: qrita.sample(x, p=0.9, seed=next(counter)),
-            # no seed: a fresh draw every call (not checked either)
+            # no seed: a fresh draw every call (not checked either; by jit with
+            # QRITA_JAX_EAGER_UNSEEDED=1)
             "sample topp0.9 unseeded": lambda x: qrita.sample(x, p=0.9),
         }
         for name, call in calls.items():

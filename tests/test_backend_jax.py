@@ -667,7 +667,7 @@ def test_eager_sampling_takes_the_exchanges_for_a_seed_seen_once():
 
 
 @pytest.mark.parametrize("shape", [(200,), (6, 200)])
-def test_eager_unseeded_sample_draws_fresh_streams_kept_on_the_device(shape):
+def test_eager_unseeded_sample_draws_fresh_streams_kept_on_the_device(monkeypatch, shape):
     """``sample`` without a seed by jit (``_jax._FreshDraws``): from a key's second call, each
     call draws with the rows' seeds kept on the device and an offset the program advances by
     one; the tokens equal the reference's with those seeds and offsets; the seeds are distinct
@@ -682,6 +682,11 @@ def test_eager_unseeded_sample_draws_fresh_streams_kept_on_the_device(shape):
     _jax._FRESH.clear()
     _jax._jitted_sampling.cache_clear()
     kw = dict(k=None, p=0.95, min_p=None, temperature=1.5, seed=None)
+    monkeypatch.delenv("QRITA_JAX_EAGER_UNSEEDED", raising=False)  # off by default
+    assert _jax.eager_sampling("sample", x, offset=0, **kw) is None
+    assert _jax.eager_sampling("sample", x, offset=0, **kw) is None
+    monkeypatch.setenv("QRITA_JAX_EAGER_UNSEEDED", "1")
+    _jax._SEEN.clear()
     assert _jax.eager_sampling("sample", x, offset=0, **kw) is None  # the key's first call
     assert _jax.eager_sampling("sample", x, offset=5, **kw) is None  # an offset: exchanges
     key = (next(iter(x.devices())), batch)

@@ -675,7 +675,10 @@ _FRESH = _FreshDraws()
 def _fresh_draw(op: str, logits: Any, max_candidates: Any, logprob: bool,
                 params: dict[str, Any]) -> tuple[Any, ...] | None:
     """:func:`eager_sampling` of ``sample`` without a seed (:class:`_FreshDraws`), or None: a
-    key's first call, and an offset other than 0 / None (those take the exchanges)."""
+    key's first call, an offset other than 0 / None (those take the exchanges), and always
+    unless ``QRITA_JAX_EAGER_UNSEEDED=1`` (opt-in until it has run on a GPU)."""
+    if os.environ.get("QRITA_JAX_EAGER_UNSEEDED", "0") != "1":
+        return None
     if params.get("offset") not in (None, 0):
         return None
     statics, names, arrays = [], [], []
@@ -705,7 +708,7 @@ def eager_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
     are seeds and offsets given as Python ints below 2**31 (int32 device scalars kept per value:
     a value's first call takes the exchanges, so a new seed every call does too; larger ones
     are static). ``sample`` without a seed (and offset 0) draws from seeds and an offset kept
-    on the device (:class:`_FreshDraws`). The program is recorded into a command buffer where
+    on the device (:class:`_FreshDraws`; opt-in, ``QRITA_JAX_EAGER_UNSEEDED=1``). The program is recorded into a command buffer where
     :func:`qrita.backends._jax_jit.sampling_records` allows. Outputs as
     :func:`traced_sampling`'s."""
     if op == "sample" and params.get("seed") is None:
