@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: the GPU benchmark and GPU tests, logs and CSV under $OUT (see BENCHMARKS.md).
-#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b|s43a|s43b|s43c|s43d|s43e|s43f|s44a|s44b|s44c|s45a|s45b|s45c|s46a|s46b|s46c|s46d|s46e|s46f|s46g|s47a|s47b|s48a|s49a|s49b|s49c|s49d|s50a|s50b|s50c|s50d|s50e|s50f|s51a|s51b|s52a|s52b|s52c|s52d|s53a|s53b|s53c|s53d|s54a|s54b|s54c|s54d]
+#   bash benchmarks/device_session.sh [smoke|host|tune|profile|bench|wide|bisect|tests|final|resume|pending|fifth|sampler|onelaunch|sixth|topp|toppsweep|topp2|hist|histonly|hmask|warps|eighth|radix|last|ninth|ninthrest|searchtable|tenth|int32|onelaunch2|tenthfinal|tenthrest|eleventh|eleventhrest|knobs|twelfth|thirteenth|eleventhfinal|s12a|s12b|s12c|s12d|s12e|next|s13a|s13b|s13c|s13d|s13e|s13f|s14a|s14b|s14bmain|s14bknobs|s14c|s15a|s15b|s15c|s16a|s16b|s16c|s16d|s17a|s17b|s17c|s17e|s18a|s18b|s18c|s18d|s19a|s19b|s19c|s19d|s19e|s19f|s20a|s20b|s20c|s21a|s21b|s22a|s22c|s23a|s23b|s23c|s23d|s24a|s24b|s24c|s24d|s25a|s25b|s25c|s26a|s26b|s26c|s27a|s27b|s27c|s27d|s27e|s27f|s28a|s28b|s28c|s28d|s28e|s29a|s29b|s29c|s29d|s30a|s30b|s30c|s30d|s30e|s31b|s31c|s32a|s32b|s32c|s32e|s33a|s33b|s33c|s34a|s34b|s35a|s36a|s36b|s36c|s37a|s37b|s38a|s38b|s39a|s39c|s39d|s40b|s40d|s40e|s41a|s41b|s41c|s41d|s42a|s42b|s43a|s43b|s43c|s43d|s43e|s43f|s44a|s44b|s44c|s45a|s45b|s45c|s46a|s46b|s46c|s46d|s46e|s46f|s46g|s47a|s47b|s48a|s49a|s49b|s49c|s49d|s50a|s50b|s50c|s50d|s50e|s50f|s51a|s51b|s52a|s52b|s52c|s52d|s53a|s53b|s53c|s53d|s54a|s54b|s54c|s54d|s54e]
 # (bisect: the toggles below, then the tests stage; resume: the tests named by $TESTS (default
 # all), then the bench over $BENCH_B; pending: the GPU checks not yet run at the current defaults; fifth: the one-launch paths; sampler: issue 6's GPU tests and bench;
 # onelaunch: the one-launch GPU tests and where they stop winning; sixth: the fused samplers by
@@ -1238,6 +1238,9 @@ if [[ $stage == s51b ]]; then  # (~200 s) issue 5: the CuPy adapter's direct exc
   timeout 60 python3 benchmarks/cupy_exchange_probe.py --out "$OUT" 2>&1 | grep -v -i warn
   timeout 150 python3 benchmarks/adapter_overhead.py --batch 8 2>&1 | grep -v -i warn \
     > "$OUT/adapter_overhead.txt"; tail -14 "$OUT/adapter_overhead.txt"
+fi
+if [[ $stage == s54e ]]; then  # (~130 s) the last of a short budget: the eager sampling GPU test alone (its unseeded part with QRITA_JAX_EAGER_UNSEEDED=1 inside)
+  gpu_tests_k s54e 125 "eager_sampling_by_jit"
 fi
 if [[ $stage == s54d ]]; then  # (~250 s) s54a cut to fit a short budget: its GPU tests, then the probe's unseeded row
   gpu_tests_k s54d 170 "eager_sampling or sampler_under_vmap"
