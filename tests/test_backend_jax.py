@@ -706,6 +706,36 @@ def test_eager_unseeded_sample_draws_fresh_streams_kept_on_the_device(monkeypatc
     assert len({tuple(d) for d in draws}) > 1  # fresh draws (a flat-ish row of 200 entries)
 
 
+def test_fresh_draws_give_concurrent_calls_distinct_offsets():
+    """``_jax._FreshDraws.call`` from several threads at once: every call gets its own offset
+    (the lock), the seeds are drawn once per (device, batch) and are distinct per row, and the
+    kept offset ends at the number of calls."""
+    import threading
+
+    fresh = _jax._FreshDraws()
+    device = jax.devices("cpu")[0]
+    seen: list[int] = []
+    seeds_seen: list[tuple] = []
+
+    def run(seeds, offset):
+        seen.append(int(offset))  # the host value while the lock is held
+        seeds_seen.append(tuple(np.asarray(seeds).tolist()))
+        return "token", offset + 1
+
+    def worker():
+        for _ in range(25):
+            assert fresh.call(device, 5, run) == ("token",)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(seen) == list(range(100))
+    assert len(set(seeds_seen)) == 1 and len(set(seeds_seen[0])) == 5
+    assert int(fresh._state[(device, 5)][1]) == 100
+
+
 @pytest.mark.parametrize("shape", [(300,), (4, 300)])
 def test_public_sampling_calls_through_eager_sampling_keep_their_shapes(monkeypatch, shape):
     """The public ``sample`` / ``top_k_top_p_probs`` / ``candidates`` as an eager GPU call takes
