@@ -708,9 +708,9 @@ def eager_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
     are seeds and offsets given as Python ints below 2**31 (int32 device scalars kept per value:
     a value's first call takes the exchanges, so a new seed every call does too; larger ones
     are static). ``sample`` without a seed (and offset 0) draws from seeds and an offset kept
-    on the device (:class:`_FreshDraws`; opt-in, ``QRITA_JAX_EAGER_UNSEEDED=1``). The program is recorded into a command buffer where
-    :func:`qrita.backends._jax_jit.sampling_records` allows. Outputs as
-    :func:`traced_sampling`'s."""
+    on the device (:class:`_FreshDraws`; opt-in, ``QRITA_JAX_EAGER_UNSEEDED=1``). The program
+    is recorded into a command buffer where :func:`qrita.backends._jax_jit.sampling_records`
+    allows. Outputs as :func:`traced_sampling`'s."""
     if op == "sample" and params.get("seed") is None:
         return _fresh_draw(op, logits, max_candidates, logprob, params)
     statics, names, arrays = [], [], []
