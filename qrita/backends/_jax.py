@@ -634,6 +634,24 @@ def _jitted_sampling(op: str, statics: tuple, array_names: tuple, max_candidates
     return _jit(run)
 
 
+def _sampling_operands(params: dict[str, Any], logits: Any) -> tuple[tuple, tuple, list]:
+    """An eager sampling call's parameters split, in name order, into (statics: (name, value)
+    pairs, part of the program's key; the names of the operands; the operands): per-row arrays,
+    and seeds / offsets given as ints below 2**31 (:func:`_counter_operand`: None for a value's
+    first call); the rest is static."""
+    statics, names, arrays = [], [], []
+    for name, v in sorted(params.items()):
+        if _is_row_array(v):
+            names.append(name)
+            arrays.append(v)
+        elif name in ("seed", "offset") and isinstance(v, int) and 0 <= v < _COUNTER_OPERAND_MAX:
+            names.append(name)
+            arrays.append(_counter_operand(v, logits))  # None: a value's first call
+        else:
+            statics.append((name, v))
+    return tuple(statics), tuple(names), arrays
+
+
 class _FreshDraws:
     """The device state of unseeded eager ``sample`` calls by jit, per (device, batch): one
     random int32 seed per row, distinct within the batch and drawn once from NumPy's entropy
@@ -681,16 +699,9 @@ def _fresh_draw(op: str, logits: Any, max_candidates: Any, logprob: bool,
         return None
     if params.get("offset") not in (None, 0):
         return None
-    statics, names, arrays = [], [], []
-    for name, v in sorted(params.items()):
-        if name in ("seed", "offset"):
-            continue
-        if _is_row_array(v):
-            names.append(name)
-            arrays.append(v)
-        else:
-            statics.append((name, v))
-    key = (op, tuple(statics), (*names, "seed", "offset"), max_candidates, bool(logprob), True)
+    rest = {name: v for name, v in params.items() if name not in ("seed", "offset")}
+    statics, names, arrays = _sampling_operands(rest, logits)
+    key = (op, statics, (*names, "seed", "offset"), max_candidates, bool(logprob), True)
     if not _seen_before(("sampling", logits.shape, logits.dtype, *key)):
         return None
     program = _jitted_sampling(*key)
@@ -713,17 +724,8 @@ def eager_sampling(op: str, logits: Any, *, max_candidates: int | None = None,
     allows. Outputs as :func:`traced_sampling`'s."""
     if op == "sample" and params.get("seed") is None:
         return _fresh_draw(op, logits, max_candidates, logprob, params)
-    statics, names, arrays = [], [], []
-    for name, v in sorted(params.items()):
-        if _is_row_array(v):
-            names.append(name)
-            arrays.append(v)
-        elif name in ("seed", "offset") and isinstance(v, int) and 0 <= v < _COUNTER_OPERAND_MAX:
-            names.append(name)
-            arrays.append(_counter_operand(v, logits))  # None: a value's first call
-        else:
-            statics.append((name, v))
-    key = (op, tuple(statics), tuple(names), max_candidates, bool(logprob))
+    statics, names, arrays = _sampling_operands(params, logits)
+    key = (op, statics, names, max_candidates, bool(logprob))
     if not _seen_before(("sampling", logits.shape, logits.dtype, *key)) \
             or any(a is None for a in arrays):
         return None
