@@ -42,20 +42,22 @@ def _wall_us(fn, sync, reps: int = 200) -> float:
     return float(np.median(times) * 1e6)
 
 
+def _block_us(fn, sync, n: int) -> float:
+    """Host µs per call of one block of ``n`` back-to-back calls, with one sync at the end."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
 def _host_us(fn, sync, n: int = 400) -> float:
     """Host µs per call of ``n`` back-to-back calls (one sync at the end): the caller's thread's
     cost per call while the GPU keeps up (small inputs: GPU work below the host time)."""
     for _ in range(20):
         fn()
     sync()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
-    return best
+    return min(_block_us(fn, sync, n) for _ in range(5))
 
 
 def write_lines(out: str | None, name: str, lines: list[str]) -> None:
@@ -95,15 +97,6 @@ def gpu_arrays(torch, host: np.ndarray, last: list) -> dict:
     except ImportError:
         pass
     return arrays
-
-
-def _block_us(fn, sync, n: int) -> float:
-    """Host µs per call of one block of ``n`` back-to-back calls, with one sync at the end."""
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    sync()
-    return (time.perf_counter() - t0) / n * 1e6
 
 
 def paired_host_us(fns: dict, syncs: dict, base: str, rounds: int = 15,
